@@ -1,0 +1,72 @@
+"""The ``toolpin`` command line: parse arguments, call the library, format output.
+
+This package is the only place that imports ``click`` and ``rich``. Each command
+module registers its commands on :data:`cli`. Errors derived from
+:class:`toolpin.errors.ToolpinError` are caught once, in :func:`main`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from toolpin import __version__
+from toolpin.errors import ToolpinError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "-V", "--version", prog_name="toolpin")
+def cli() -> None:
+    """Make MCP tool definitions tamper-evident.
+
+    Exit codes: 0 clean, 1 drift, 2 unusable input or usage.
+    """
+
+
+def _register_commands() -> None:
+    # Each module adds its commands to ``cli`` when imported.
+    from toolpin.cli import offline  # noqa: F401
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point. Never lets a traceback reach the user."""
+    _register_commands()
+    try:
+        code = cli.main(args=argv, prog_name="toolpin", standalone_mode=False)
+    except ToolpinError as exc:
+        _fail(exc.diagnostics(), exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", 2)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except BrokenPipeError:
+        # The reader went away (``toolpin list | head``): nothing left to say.
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        finally:
+            sys.exit(1)
+    except Exception as exc:  # pragma: no cover - a bug; still no traceback for users
+        if os.environ.get("TOOLPIN_DEBUG"):
+            raise
+        _fail(
+            f"internal error ({type(exc).__name__}); please report it. "
+            "Set TOOLPIN_DEBUG=1 to see the traceback.",
+            2,
+        )
+    # Commands return their exit code (0 clean, 1 drift); None means 0.
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int) -> None:
+    first, _, rest = message.partition("\n")
+    click.echo(f"toolpin: {first}", err=True)
+    if rest:
+        click.echo(rest, err=True)
+    sys.exit(code)
