@@ -148,14 +148,18 @@ def wrap_command(
     if _nothing_found(plan, "wrap"):
         return 0
     _print_plan(plan)
+    unreadable = 2 if any(f.error for f in plan.files) else 0
     count = plan.change_count
     if count == 0:
-        click.echo("Nothing to change: every local server found is already protected.")
-        return 0
+        if unreadable:
+            click.echo("Nothing else to change; the files above are left as they are.")
+        else:
+            click.echo("Nothing to change: every local server found is already protected.")
+        return unreadable
     if not _confirm(
         f"Protect {count} server(s)? Each file is backed up first. [y/N]", yes, dry_run
     ):
-        return 0
+        return unreadable
     for written in apply(plan):
         click.echo(f"  wrote  {written.path}")
         click.echo(f"  backup {written.backup}")
@@ -165,7 +169,7 @@ def wrap_command(
         f"{' '.join(chosen.argv)} run --name <server> -- <original command>"
     )
     click.echo("Undo any time with: toolpin unwrap")
-    return 0
+    return unreadable
 
 
 @cli.command("unwrap")
@@ -181,17 +185,18 @@ def unwrap_command(yes: bool, dry_run: bool, configs: tuple[str, ...], project: 
     if _nothing_found(plan, "unwrap"):
         return 0
     _print_plan(plan)
+    unreadable = 2 if any(f.error for f in plan.files) else 0
     count = plan.change_count
     if count == 0:
         click.echo("Nothing to unwrap.")
-        return 0
+        return unreadable
     if not _confirm(
         f"Unprotect {count} server(s)? Each file is backed up first. [y/N]", yes, dry_run
     ):
-        return 0
+        return unreadable
     for written in apply(plan):
         click.echo(f"  wrote  {written.path}")
         click.echo(f"  backup {written.backup}")
     click.echo("Restart those apps so they load the change.")
     click.echo("Your pins stay in place; toolpin wrap puts protection back.")
-    return 0
+    return unreadable
