@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from toolpin.cli import cli
@@ -44,6 +42,8 @@ def policy_command(product: str, config: str, lock: str, out: str, launcher: str
     Every approved local server runs as `toolpin run --lock ABS --only-locked`; remote
     servers are listed by URL; environment values are never written.
     """
+    from pathlib import Path
+
     from toolpin import policy
     from toolpin.errors import InputError
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import unicodedata
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -19,6 +17,8 @@ if TYPE_CHECKING:
 
 def visible(text: str) -> str:
     """``text`` with control, format (bidi, zero-width) and odd space characters escaped."""
+    import unicodedata
+
     out = []
     for ch in text:
         category = unicodedata.category(ch)
@@ -131,6 +131,8 @@ def wrap_command(
     Remote servers are left alone. Every file is backed up under the toolpin home first;
     `toolpin unwrap` puts each entry back as it was.
     """
+    from pathlib import Path
+
     from toolpin.clients.wrap import (
         apply,
         check_lock_file,
@@ -142,7 +144,7 @@ def wrap_command(
     if lock and not project:
         raise click.UsageError("--lock is for the project's shared .mcp.json: add --project.")
     if lock:
-        check_lock_file(lock, Path.cwd())
+        check_lock_file(lock, Path.cwd())  # before anything is planned or written
     chosen = uvx_launcher() if launcher == "uvx" else installed_launcher()
     plan = plan_wrap(_locations(configs, project), launcher=chosen, lock=lock)
     if _nothing_found(plan, "wrap"):
