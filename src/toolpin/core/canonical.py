@@ -1,0 +1,406 @@
+"""Strict JSON parsing and the open "tool definition hash, version 1".
+
+Everything toolpin compares is hashed here, and nowhere else:
+
+* :func:`parse_json` reads bytes as I-JSON with JavaScript number semantics: a repeated
+  member name at any depth, ``NaN``/``Infinity``, numbers that overflow a double, invalid
+  UTF-8, unpaired surrogates (unless asked to keep them) and absurd nesting are errors
+  with a one-line reason. Every number becomes the IEEE-754 double a JavaScript client
+  would see; integral values come back as ``int`` so that ``1``, ``1.0`` and ``1E0`` are the
+  same value everywhere in toolpin.
+* :func:`canonical_json` is RFC 8785 (JCS): members sorted by UTF-16 code units, no
+  whitespace, ECMAScript number formatting. The general path is the ``rfc8785`` package;
+  values produced by :func:`parse_json` take a fast path through the standard library's
+  C encoder, which gives the same bytes because the parser already sorted every object and
+  reduced numbers to forms whose Python and ECMAScript spellings agree. Any value that may
+  not agree (an exponent in the output, an unpaired surrogate) is re-done on the general
+  path, so the fast path is an optimisation, never a different answer (property-tested).
+* :func:`definition_hash`, :func:`set_hash`, :func:`instructions_hash` implement the
+  hash spec (docs/hash-spec.md), reproducing every published vector.
+
+This module is part of the pure core: no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable
+from typing import Any, Final
+
+import rfc8785
+
+from toolpin.errors import JSONError
+
+JSONValue = Any
+"""A parsed JSON value: dict (str keys), list, str, int, float, bool or None."""
+
+MAX_DEPTH: Final = 128
+"""Deepest nesting of arrays and objects accepted (MCP schemas rarely exceed 20)."""
+
+MAX_DOCUMENT_BYTES: Final = 64 * 1024 * 1024
+"""Largest JSON document accepted (a 10 MB description fits with room to spare)."""
+
+EMPTY_SET_HASH: Final = hashlib.sha256(b"").hexdigest()
+
+_SAFE_INTEGRAL = 1e16  # below this, str(int(x)) is exactly how ECMAScript writes x
+_BOM = b"\xef\xbb\xbf"
+_EXPONENT = re.compile(r"\de[-+]\d")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class _Reject(Exception):
+    """Raised inside the parser's hooks; turned into :class:`JSONError`."""
+
+
+def _js_number(text: str) -> int | float:
+    value = float(text)
+    if math.isinf(value):
+        raise _Reject("a number is too large for a double")
+    if value.is_integer() and abs(value) < _SAFE_INTEGRAL:
+        return int(value)
+    return value
+
+
+def _js_int(text: str) -> int | float:
+    if len(text) < 16:
+        return int(text)
+    return _js_number(text)
+
+
+def _reject_constant(name: str) -> None:
+    raise _Reject(f"{name} is not JSON")
+
+
+def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Reject("a member name is repeated in an object")
+    if len(obj) > 1:
+        keys = "".join(obj)
+        if keys.isascii():
+            return dict(sorted(obj.items()))
+        return dict(sorted(obj.items(), key=_utf16_item))
+    return obj
+
+
+def _python_object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Reject("a member name is repeated in an object")
+    return obj
+
+
+def _utf16_item(item: tuple[str, Any]) -> bytes:
+    return utf16_key(item[0])
+
+
+def utf16_key(text: str) -> bytes:
+    """Sort key that orders strings by UTF-16 code units, as RFC 8785 and JavaScript do."""
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def _decode(data: bytes | str, *, allow_bom: bool) -> str:
+    if isinstance(data, str):
+        return data
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise JSONError(f"document is larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB")
+    if data.startswith(_BOM):
+        if not allow_bom:
+            raise JSONError("document starts with a byte order mark")
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JSONError(f"not valid UTF-8 (byte offset {exc.start})") from None
+
+
+def _check_depth(root: Any, limit: int) -> None:
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        node, depth = pop()
+        if depth > limit:
+            raise JSONError(f"nested more than {limit} levels deep")
+        children = node.values() if type(node) is dict else node
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                push((child, depth + 1))
+
+
+def parse_json(
+    data: bytes | str,
+    *,
+    allow_bom: bool = False,
+    allow_lone_surrogates: bool = False,
+    max_depth: int = MAX_DEPTH,
+    numbers: str = "js",
+) -> JSONValue:
+    """Parse one JSON document strictly. Raises :class:`JSONError` with a one-line reason.
+
+    ``numbers="js"`` (the default, used for everything toolpin hashes) reads numbers as
+    JavaScript does and returns objects with their members sorted canonically.
+    ``numbers="python"`` keeps Python's exact integers and float values and the original
+    member order; it exists only to verify lockfiles of mcp-tool-pin-check, whose hash
+    recipe depends on Python's number formatting.
+    """
+    text = _decode(data, allow_bom=allow_bom)
+    if numbers == "js":
+        hook = _object_hook
+        parse_float: Any = _js_number
+        parse_int: Any = _js_int
+    elif numbers == "python":
+        hook = _python_object_hook
+        parse_float = _python_float
+        parse_int = int
+    else:  # pragma: no cover - programming error
+        raise ValueError(f"unknown number mode {numbers!r}")
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=hook,
+            parse_float=parse_float,
+            parse_int=parse_int,
+            parse_constant=_reject_constant,
+        )
+    except _Reject as exc:
+        raise JSONError(str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise JSONError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise JSONError(f"nested more than {max_depth} levels deep") from None
+    except ValueError as exc:  # e.g. int() on a 5,000-digit literal
+        raise JSONError(f"not valid JSON: {exc}") from None
+    if type(value) is dict or type(value) is list:
+        _check_depth(value, max_depth)
+    if not allow_lone_surrogates and (
+        _SURROGATE_ESCAPE.search(text) is not None
+        or (isinstance(data, str) and _SURROGATE.search(text) is not None)
+    ):
+        # A surrogate escape may still be half of a valid pair: look at the values.
+        _reject_lone_surrogates(value)
+    return value
+
+
+def _python_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _Reject("a number is too large for a double")
+    return value
+
+
+def _reject_lone_surrogates(root: Any) -> None:
+    if not has_lone_surrogate(root):
+        return
+    raise JSONError("a string holds an unpaired surrogate (\\ud800-\\udfff escape)")
+
+
+def has_lone_surrogate(root: Any) -> bool:
+    """True when any string or member name in ``root`` holds an unpaired surrogate."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is str:
+            if _SURROGATE.search(node):
+                return True
+        elif kind is dict:
+            for key, child in node.items():
+                if _SURROGATE.search(key):
+                    return True
+                stack.append(child)
+        elif kind is list:
+            stack.extend(node)
+    return False
+
+
+def normalize(value: Any) -> JSONValue:
+    """Bring any JSON-like Python value into the form :func:`parse_json` returns.
+
+    Use it for values toolpin did not parse itself (built in code, loaded by another
+    library). Raises :class:`JSONError` for values JSON cannot carry.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise JSONError(f"value has no JSON form: {exc}") from None
+    return parse_json(text, allow_lone_surrogates=True)
+
+
+# --------------------------------------------------------------------------- canonical form
+
+
+def canonical_bytes(value: JSONValue) -> bytes:
+    """UTF-8 bytes of the RFC 8785 form of ``value`` (what every hash is taken over).
+
+    ``value`` must come from :func:`parse_json` or :func:`normalize`. Unpaired surrogates
+    are written as lowercase ``\\udxxx`` escapes, as the spec and ``JSON.stringify`` do.
+    Raises :class:`JSONError` when the value has no canonical form.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        raise JSONError("nested too deeply to canonicalize") from None
+    except (TypeError, ValueError) as exc:
+        raise JSONError(f"value has no canonical form: {exc}") from None
+    # An exponent means a number whose Python and ECMAScript spellings may differ; an
+    # unpaired surrogate cannot be encoded. Both are rare: redo those on the general path.
+    if ("e-" in text or "e+" in text) and _EXPONENT.search(text) is not None:
+        return _general_canonical(value).encode("utf-8")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _general_canonical(value).encode("utf-8")
+
+
+def canonical_json(value: JSONValue) -> str:
+    """The RFC 8785 form of ``value`` as text (see :func:`canonical_bytes`)."""
+    return canonical_bytes(value).decode("utf-8")
+
+
+def _general_canonical(value: JSONValue) -> str:
+    if has_lone_surrogate(value):
+        return "".join(_serialize_with_surrogates(value))
+    try:
+        return rfc8785.dumps(_for_rfc8785(value)).decode("utf-8")
+    except rfc8785.CanonicalizationError as exc:
+        raise JSONError(f"value has no canonical form: {exc}") from None
+    except RecursionError:
+        raise JSONError("nested too deeply to canonicalize") from None
+
+
+_INT_LIMIT = 2**53 - 1
+
+
+def _for_rfc8785(value: Any) -> Any:
+    # rfc8785 refuses integers beyond 2^53-1; as doubles they format identically.
+    kind = type(value)
+    if kind is int and not -_INT_LIMIT <= value <= _INT_LIMIT:
+        return float(value)
+    if kind is dict:
+        return {k: _for_rfc8785(v) for k, v in value.items()}
+    if kind is list:
+        return [_for_rfc8785(v) for v in value]
+    return value
+
+
+def _escape_string(text: str) -> str:
+    body = json.dumps(text, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", body)
+
+
+def _serialize_with_surrogates(value: Any) -> Iterable[str]:
+    # Only for the rare value that carries unpaired surrogates (allowed by `toolpin hash`).
+    kind = type(value)
+    if kind is dict:
+        yield "{"
+        for index, key in enumerate(sorted(value, key=utf16_key)):
+            if index:
+                yield ","
+            yield _escape_string(key)
+            yield ":"
+            yield from _serialize_with_surrogates(value[key])
+        yield "}"
+    elif kind is list:
+        yield "["
+        for index, item in enumerate(value):
+            if index:
+                yield ","
+            yield from _serialize_with_surrogates(item)
+        yield "]"
+    elif kind is str:
+        yield _escape_string(value)
+    else:
+        yield rfc8785.dumps(_for_rfc8785(value)).decode("ascii")
+
+
+# ------------------------------------------------------------------------------- the hashes
+
+
+def sha256_hex(data: bytes) -> str:
+    """Lowercase hex SHA-256."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def definition_hash(value: JSONValue) -> str:
+    """Hash of one definition: SHA-256 of its canonical form."""
+    return hashlib.sha256(canonical_bytes(value)).hexdigest()
+
+
+def _utf8(text: str) -> bytes:
+    # WHATWG UTF-8 encode: an unpaired surrogate becomes U+FFFD.
+    return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+
+
+def set_hash(lines: Iterable[tuple[str, str]]) -> str:
+    """Set hash of a listing from its ``(name, definition hash)`` pairs, in any order.
+
+    Sorted by name in UTF-16 code units, ties by hash; ``name:hash`` lines joined by
+    ``\\n`` with no trailing newline; SHA-256 of the UTF-8 text. Empty: hash of "".
+    """
+    ordered = sorted(lines, key=lambda pair: (utf16_key(pair[0]), pair[1]))
+    text = "\n".join(f"{name}:{digest}" for name, digest in ordered)
+    return hashlib.sha256(_utf8(text)).hexdigest()
+
+
+def instructions_hash(instructions: str | None) -> str | None:
+    """SHA-256 of the instructions text exactly as received; ``None`` when there is none."""
+    if instructions is None:
+        return None
+    return hashlib.sha256(_utf8(instructions)).hexdigest()
+
+
+def pretty_json(value: JSONValue, *, indent: int = 2) -> str:
+    """Canonical member order and number formatting, pretty-printed for people and diffs."""
+    compact = canonical_json(value)
+    if _EXPONENT.search(compact) is None and not has_lone_surrogate(value):
+        return json.dumps(value, ensure_ascii=False, indent=indent)
+    # Re-read the canonical text so numbers keep their ECMAScript spelling.
+    return _reindent(compact, indent)
+
+
+def _reindent(compact: str, indent: int) -> str:
+    out: list[str] = []
+    depth = 0
+    in_string = False
+    escaped = False
+    pad = " " * indent
+    i = 0
+    n = len(compact)
+    while i < n:
+        ch = compact[i]
+        if in_string:
+            out.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+            out.append(ch)
+        elif ch in "{[":
+            closing = "}" if ch == "{" else "]"
+            if i + 1 < n and compact[i + 1] == closing:
+                out.append(ch + closing)
+                i += 2
+                continue
+            depth += 1
+            out.append(ch + "\n" + pad * depth)
+        elif ch in "}]":
+            depth -= 1
+            out.append("\n" + pad * depth + ch)
+        elif ch == ",":
+            out.append(",\n" + pad * depth)
+        elif ch == ":":
+            out.append(": ")
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)

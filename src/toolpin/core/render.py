@@ -1,0 +1,183 @@
+"""Showing server text to a person without letting it do harm.
+
+* :func:`visible` turns every character that can hide, reorder or rewrite text on a
+  terminal (C0/C1 controls, ANSI escapes, bidi controls, zero-width and invisible
+  characters, tag characters, variation selectors, unpaired surrogates) into a visible
+  ``\\u{hex}`` escape. Every server-provided string passes through it before display.
+* :func:`definition_diff` is the human diff of two definitions: a line diff of their
+  pretty-printed canonical JSON, with long unchanged runs collapsed.
+* :class:`Line` carries a style name; :func:`to_text` turns styled lines into plain or
+  ANSI-coloured text. Whether to colour is the caller's decision (a TTY, and never with
+  ``NO_COLOR``): this module is part of the pure core and does no I/O.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from toolpin.core.canonical import JSONValue, pretty_json
+
+# Characters that are invisible, reorder text, or drive a terminal. Kept as ranges so the
+# rule is easy to audit against Unicode's default-ignorable and bidi-control lists.
+_UNSAFE_RANGES: Final = (
+    (0x0000, 0x0008),  # C0 controls (tab, newline and carriage return are escaped below)
+    (0x000B, 0x000C),
+    (0x000E, 0x001F),
+    (0x007F, 0x009F),  # DEL and C1 controls (incl. 0x9B, the 8-bit CSI)
+    (0x00AD, 0x00AD),  # soft hyphen
+    (0x034F, 0x034F),  # combining grapheme joiner
+    (0x061C, 0x061C),  # Arabic letter mark
+    (0x115F, 0x1160),  # Hangul fillers
+    (0x17B4, 0x17B5),  # Khmer inherent vowels
+    (0x180B, 0x180F),  # Mongolian variation selectors and vowel separator
+    (0x200B, 0x200F),  # zero-width space/joiners, LRM, RLM
+    (0x2028, 0x202E),  # line/paragraph separators, bidi embeddings and overrides
+    (0x2060, 0x206F),  # word joiner, invisible operators, bidi isolates, deprecated
+    (0x3164, 0x3164),  # Hangul filler
+    (0xD800, 0xDFFF),  # unpaired surrogates
+    (0xFE00, 0xFE0F),  # variation selectors
+    (0xFEFF, 0xFEFF),  # zero-width no-break space / BOM
+    (0xFFA0, 0xFFA0),  # halfwidth Hangul filler
+    (0xFFF9, 0xFFFB),  # interlinear annotation controls
+    (0x1BCA0, 0x1BCA3),  # shorthand format controls
+    (0x1D173, 0x1D17A),  # musical symbol formatting
+    (0xE0000, 0xE0FFF),  # tag characters and variation selectors supplement
+)
+
+
+def _class_of(ranges: Iterable[tuple[int, int]]) -> str:
+    parts = []
+    for low, high in ranges:
+        if low == high:
+            parts.append(f"\\U{low:08x}")
+        else:
+            parts.append(f"\\U{low:08x}-\\U{high:08x}")
+    return "[" + "".join(parts) + "]"
+
+
+_UNSAFE: Final = re.compile(_class_of(_UNSAFE_RANGES))
+_UNSAFE_MULTILINE: Final = re.compile(_class_of((*_UNSAFE_RANGES, (0x0009, 0x0009), (0x000D, 0x000D))))
+_UNSAFE_ONE_LINE: Final = re.compile(
+    _class_of((*_UNSAFE_RANGES, (0x0009, 0x000A), (0x000D, 0x000D)))
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{{{ord(match.group()):x}}}"
+
+
+def visible(text: str, *, multiline: bool = False) -> str:
+    """``text`` with every unsafe character written as ``\\u{hex}``.
+
+    With ``multiline=False`` (for names, labels and one-line fields) newlines, tabs and
+    carriage returns are escaped too; with ``multiline=True`` newlines are kept.
+    """
+    pattern = _UNSAFE_MULTILINE if multiline else _UNSAFE_ONE_LINE
+    return pattern.sub(_escape, text)
+
+
+def has_unsafe(text: str) -> bool:
+    """True when :func:`visible` would change ``text`` (newlines and tabs excepted)."""
+    return _UNSAFE.search(text) is not None
+
+
+def clip(text: str, limit: int = 80) -> str:
+    """Cut a (visible) one-line text to ``limit`` characters with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ------------------------------------------------------------------------------- styled lines
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of human output; ``style`` is a name such as ``"add"`` or ``"high"``."""
+
+    text: str
+    style: str | None = None
+
+
+_ANSI: Final = {
+    "add": "\x1b[32m",
+    "del": "\x1b[31m",
+    "hunk": "\x1b[36m",
+    "header": "\x1b[1m",
+    "high": "\x1b[31m",
+    "medium": "\x1b[33m",
+    "low": "\x1b[2m",
+    "dim": "\x1b[2m",
+    "bad": "\x1b[1;31m",
+    "good": "\x1b[32m",
+}
+_RESET: Final = "\x1b[0m"
+
+
+def to_text(lines: Iterable[Line], *, color: bool = False) -> str:
+    """Join styled lines; ANSI colour only when ``color`` is True."""
+    out = []
+    for line in lines:
+        code = _ANSI.get(line.style or "") if color else None
+        out.append(f"{code}{line.text}{_RESET}" if code else line.text)
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------ diffs
+
+COLLAPSE_AFTER: Final = 3
+"""Unchanged runs longer than this many lines are collapsed to their ends."""
+
+
+def pretty_lines(value: JSONValue) -> list[str]:
+    """Pretty-printed canonical JSON of ``value``, every line made visible."""
+    return [visible(line, multiline=False) for line in pretty_json(value).split("\n")]
+
+
+def line_diff(
+    old: Sequence[str],
+    new: Sequence[str],
+    *,
+    old_label: str,
+    new_label: str,
+    context: int = COLLAPSE_AFTER,
+) -> list[Line]:
+    """A unified-style line diff; unchanged runs longer than ``context`` are collapsed."""
+    out = [Line(f"--- {old_label}", "del"), Line(f"+++ {new_label}", "add")]
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            run = old[i1:i2]
+            if len(run) > 2 * context + 1:
+                out.extend(Line(f"  {text}", "dim") for text in run[:context])
+                out.append(Line(f"  … {len(run) - 2 * context} unchanged lines …", "dim"))
+                out.extend(Line(f"  {text}", "dim") for text in run[-context:])
+            else:
+                out.extend(Line(f"  {text}", "dim") for text in run)
+            continue
+        out.extend(Line(f"- {text}", "del") for text in old[i1:i2])
+        out.extend(Line(f"+ {text}", "add") for text in new[j1:j2])
+    return out
+
+
+def definition_diff(old: JSONValue, new: JSONValue, *, name: str) -> list[Line]:
+    """The diff of two versions of one definition, headed ``pinned/<name>``."""
+    label = visible(name)
+    return line_diff(
+        pretty_lines(old),
+        pretty_lines(new),
+        old_label=f"pinned/{label}",
+        new_label=f"observed/{label}",
+    )
+
+
+def text_diff(old: str, new: str, *, name: str) -> list[Line]:
+    """The diff of two texts (instructions), each line made visible."""
+    return line_diff(
+        [visible(x) for x in old.split("\n")],
+        [visible(x) for x in new.split("\n")],
+        old_label=f"pinned/{name}",
+        new_label=f"observed/{name}",
+    )

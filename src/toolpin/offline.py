@@ -1,0 +1,353 @@
+"""The offline CI gate: pin a saved export, check a later export against the lock.
+
+``pin`` and ``check`` take the flags, findings and exit codes of mcp-tool-pin-check 0.2.2
+(0 unchanged, 1 drift, 2 unusable input) and go further: whole definitions are hashed
+(every member the server sent), prompts, resources, templates and instructions are
+pinned when the export has them, schema findings follow a direction-aware taxonomy, and
+every change carries triage labels. ``check`` also reads that tool's lockfiles.
+
+A sound fast path: a lock whose bytes are exactly as toolpin wrote them records the
+SHA-256 of the export it pinned; when the export's bytes are unchanged the verdict is
+"unchanged" without re-hashing anything (both files untouched means the same comparison
+toolpin made when it pinned). Any other case takes the full path.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolpin.core.canonical import JSONValue, parse_json
+from toolpin.core.drift import Drift, IdentityReport, compare
+from toolpin.core.snapshot import Export, Identity, Kind, snapshot_from_export
+from toolpin.errors import InputError, JSONError, ListingError, LockfileError
+from toolpin.legacy_lock import NOTE as LEGACY_NOTE
+from toolpin.legacy_lock import check_legacy, looks_legacy, read_legacy
+from toolpin.lockfile import (
+    FORMAT_KEY,
+    LockEntry,
+    bytes_intact,
+    lock_from_json,
+    read_bytes,
+    write_lock,
+)
+
+DEFAULT_ENTRY = "default"
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A loaded export: the parsed snapshot and the digest of its raw bytes."""
+
+    paths: tuple[Path, ...]
+    export: Export
+    raw_sha256: str
+    raw: tuple[bytes, ...] = field(repr=False)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"cannot read {path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"cannot read {path}: it is a directory") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _parse_listing(path: Path, data: bytes, *, numbers: str = "js") -> JSONValue:
+    try:
+        return parse_json(data, allow_bom=True, numbers=numbers)
+    except JSONError as exc:
+        raise JSONError(f"{path} is not valid JSON: {exc.message}") from None
+
+
+def load_listing(paths: Sequence[Path], raws: Sequence[bytes] | None = None) -> Listing:
+    """Read one export, or the pages of one export (several files)."""
+    if not paths:
+        raise InputError("no listing given")
+    if raws is None:
+        raws = tuple(_read(p) for p in paths)
+    raws = tuple(raws)
+    docs = [_parse_listing(p, data) for p, data in zip(paths, raws, strict=True)]
+    export = snapshot_from_export(docs, paged=True)
+    digest = hashlib.sha256()
+    for data in raws:
+        digest.update(hashlib.sha256(data).digest())
+    return Listing(paths=tuple(paths), export=export, raw_sha256=digest.hexdigest(), raw=raws)
+
+
+def _label(value: str | None, flag: str, default: str) -> str:
+    if value is None or value == "":
+        return default
+    if any(ord(ch) < 0x20 for ch in value):
+        raise InputError(f"{flag} must be a single-line label")
+    return value
+
+
+def now_utc() -> str:
+    """The current UTC time as ``YYYY-MM-DDTHH:MM:SSZ``."""
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def default_source(paths: Sequence[Path]) -> str:
+    """The listing path as typed, or its file name when it is absolute (no home paths in locks)."""
+    first = paths[0]
+    return first.name if first.is_absolute() else str(first)
+
+
+@dataclass(frozen=True)
+class PinResult:
+    """What ``pin`` wrote."""
+
+    lock: Path
+    entry_name: str
+    entry: LockEntry
+    partial: bool
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def pin(
+    listing_paths: Sequence[Path],
+    lock_path: Path,
+    *,
+    source: str | None = None,
+    pinned_at: str | None = None,
+    entry_name: str = DEFAULT_ENTRY,
+) -> PinResult:
+    """Pin an export into ``lock_path`` (atomically; nothing is written on any error).
+
+    An existing toolpin lock keeps its other entries; a lock of another format (or an
+    unreadable one) is only replaced when it is a mcp-tool-pin-check lock.
+    """
+    for path in listing_paths:
+        if _same_file(path, lock_path):
+            raise InputError("--lock must not be the listing file")
+    source_label = _label(source, "--source", default_source(listing_paths))
+    when = _label(pinned_at, "--pinned-at", now_utc())
+    listing = load_listing(listing_paths)
+    servers: dict[str, LockEntry] = {}
+    if lock_path.exists():
+        servers = dict(_existing_entries(lock_path))
+    entry = LockEntry(
+        snapshot=listing.export.snapshot,
+        source=source_label,
+        pinned_at=when,
+        listing_sha256=listing.raw_sha256,
+    )
+    servers[entry_name] = entry
+    write_lock(lock_path, servers)
+    return PinResult(lock=lock_path, entry_name=entry_name, entry=entry, partial=listing.export.partial)
+
+
+def _existing_entries(lock_path: Path) -> dict[str, LockEntry]:
+    data = read_bytes(lock_path)
+    try:
+        doc = parse_json(data, allow_bom=True)
+    except JSONError:
+        raise LockfileError(
+            f"{lock_path} exists and is not a lockfile; refusing to overwrite it",
+            advice="Remove it or choose another --lock path.",
+        ) from None
+    if isinstance(doc, dict) and FORMAT_KEY in doc:
+        return dict(lock_from_json(doc, path=lock_path).servers)
+    if looks_legacy(doc):
+        return {}  # migrating from mcp-tool-pin-check: its lock is replaced
+    raise LockfileError(
+        f"{lock_path} exists and is not a lockfile; refusing to overwrite it",
+        advice="Remove it or choose another --lock path.",
+    )
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of ``check``."""
+
+    drift: Drift
+    lock_format: str
+    """``"toolpin"`` or ``"mcp-tool-pin-check"``."""
+    source: JSONValue
+    pinned_at: JSONValue
+    entry_name: str | None
+    notes: tuple[str, ...] = ()
+    fast_path: bool = False
+    partial: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """Exit code 0 when True, 1 otherwise."""
+        return self.drift.ok
+
+
+def check(
+    listing_paths: Sequence[Path], lock_path: Path, *, entry_name: str | None = None
+) -> CheckResult:
+    """Check an export against a lock; never modifies the lock."""
+    raws = tuple(_read(p) for p in listing_paths)
+    try:
+        lock_data = read_bytes(lock_path)
+    except LockfileError:
+        load_listing(listing_paths, raws)  # as mcp-tool-pin-check: listing errors come first
+        raise
+    fast = _fast_check(raws, lock_data, entry_name)
+    if fast is not None:
+        return fast
+    listing = load_listing(listing_paths, raws)
+    try:
+        doc = parse_json(lock_data, allow_bom=True)
+    except JSONError as exc:
+        raise LockfileError(f"{lock_path} is not valid JSON: {exc.message}") from None
+    if isinstance(doc, dict) and FORMAT_KEY in doc:
+        lock = lock_from_json(doc, path=lock_path, intact=bytes_intact(lock_data))
+        name, entry = _pick_entry(lock.servers, entry_name, listing.export.snapshot.identity, lock_path)
+        drift = compare(entry.snapshot, listing.export.snapshot)
+        notes = tuple(f"not checked: {part}" for part in drift.not_checked)
+        return CheckResult(
+            drift=drift,
+            lock_format="toolpin",
+            source=entry.source,
+            pinned_at=entry.pinned_at,
+            entry_name=name,
+            notes=notes,
+            partial=listing.export.partial,
+        )
+    if looks_legacy(doc):
+        return _check_legacy(listing, lock_path, lock_data)
+    raise LockfileError(f"{lock_path} is not a tool pin lockfile")
+
+
+def _check_legacy(listing: Listing, lock_path: Path, lock_data: bytes) -> CheckResult:
+    try:
+        lock_doc = parse_json(lock_data, allow_bom=True, numbers="python")
+    except JSONError as exc:  # pragma: no cover - parsed once already
+        raise LockfileError(f"{lock_path} is not valid JSON: {exc.message}") from None
+    lock = read_legacy(lock_doc, lock_path)
+    snapshot = listing.export.snapshot
+    if snapshot.tools is None:
+        raise ListingError("listing has no tools array (expected result.tools, tools, or a bare list)")
+    raw_tools: list[JSONValue] = []
+    for path, data in zip(listing.paths, listing.raw, strict=True):
+        doc = _parse_listing(path, data, numbers="python")
+        raw_tools.extend(_raw_tools(doc))
+    drift = check_legacy(lock, raw_tools, snapshot.identity)
+    notes = [LEGACY_NOTE]
+    if any(snapshot.listing(k) is not None for k in (Kind.PROMPT, Kind.RESOURCE, Kind.TEMPLATE)):
+        notes.append("not checked: prompts, resources and templates (the lock has none)")
+    return CheckResult(
+        drift=drift,
+        lock_format="mcp-tool-pin-check",
+        source=lock.source,
+        pinned_at=lock.pinned_at,
+        entry_name=None,
+        notes=tuple(notes),
+        partial=listing.export.partial,
+    )
+
+
+def _raw_tools(doc: JSONValue) -> list[JSONValue]:
+    # The same location rules as the snapshot reader, for the tools array only.
+    if isinstance(doc, list):
+        return list(doc)
+    if not isinstance(doc, dict):
+        return []
+    result = doc.get("result")
+    if isinstance(result, dict) and isinstance(result.get("tools"), list):
+        return list(result["tools"])
+    tools = doc.get("tools")
+    return list(tools) if isinstance(tools, list) else []
+
+
+def _pick_entry(
+    servers: dict[str, LockEntry] | object,
+    wanted: str | None,
+    identity: Identity | None,
+    lock_path: Path,
+) -> tuple[str, LockEntry]:
+    assert isinstance(servers, dict)
+    if wanted is not None:
+        if wanted not in servers:
+            raise LockfileError(f"{lock_path} has no entry named {wanted!r}")
+        return wanted, servers[wanted]
+    if len(servers) == 1:
+        name = next(iter(servers))
+        return name, servers[name]
+    if DEFAULT_ENTRY in servers:
+        return DEFAULT_ENTRY, servers[DEFAULT_ENTRY]
+    if identity is not None and identity.name in servers:
+        return identity.name, servers[identity.name]
+    if not servers:
+        raise LockfileError(f"{lock_path} holds no servers")
+    raise LockfileError(
+        f"{lock_path} holds {len(servers)} servers; choose one with --server NAME"
+    )
+
+
+def _fast_check(raws: Sequence[bytes], lock_data: bytes, wanted: str | None) -> CheckResult | None:
+    """The unchanged-bytes fast path (see the module docstring); None when it does not apply."""
+    if not bytes_intact(lock_data):
+        return None
+    try:
+        doc = json.loads(lock_data)
+    except ValueError:  # pragma: no cover - intact bytes are toolpin's own JSON
+        return None
+    servers = doc.get("servers") if isinstance(doc, dict) else None
+    if not isinstance(servers, dict):
+        return None
+    if wanted is not None:
+        name = wanted
+    elif len(servers) == 1:
+        name = next(iter(servers))
+    else:
+        name = DEFAULT_ENTRY
+    entry = servers.get(name)
+    if not isinstance(entry, dict) or not isinstance(entry.get("listingSha256"), str):
+        return None
+    digest = hashlib.sha256()
+    for data in raws:
+        digest.update(hashlib.sha256(data).digest())
+    if digest.hexdigest() != entry["listingSha256"]:
+        return None
+    identity = None
+    server = entry.get("server")
+    if isinstance(server, dict):
+        identity = Identity(server["name"], server["version"], server.get("protocolVersion"))
+    unchanged: dict[Kind, tuple[str, ...]] = {}
+    for kind, member in (
+        (Kind.TOOL, "tools"),
+        (Kind.PROMPT, "prompts"),
+        (Kind.RESOURCE, "resources"),
+        (Kind.TEMPLATE, "resourceTemplates"),
+    ):
+        block = entry.get(member)
+        if isinstance(block, dict):
+            unchanged[kind] = tuple(sorted(item[kind.key_member] for item in block["items"]))
+    drift = Drift(
+        changes=(),
+        unchanged=unchanged,
+        instructions=None,
+        identity=IdentityReport(pinned=identity, current=identity),
+        compared=tuple(unchanged),
+    )
+    partial = False
+    return CheckResult(
+        drift=drift,
+        lock_format="toolpin",
+        source=entry.get("source"),
+        pinned_at=entry.get("pinnedAt"),
+        entry_name=name,
+        fast_path=True,
+        partial=partial,
+    )
