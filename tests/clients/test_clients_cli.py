@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from toolpin.lockfile import render_lock
+
 SRC = Path(__file__).parents[2] / "src"
 GOLDEN = Path(__file__).parents[1] / "golden" / "clients" / "input"
 
@@ -147,6 +149,11 @@ def test_lock_needs_project_and_a_lock(home: Path, tmp_path: Path) -> None:
     assert "toolpin: cannot use toolpin.lock (not found)" in missing.stderr
     assert "Write it first with: toolpin lock" in missing.stderr
     (project / "toolpin.lock").write_text('{"lockfileVersion": 1, "servers": {}}')
+    other = run(home, "wrap", "--project", "--lock", "toolpin.lock", "--yes", cwd=project)
+    assert other.returncode == 2
+    assert "toolpin: cannot use toolpin.lock (" in other.stderr
+    assert "not a toolpin lockfile" in other.stderr
+    (project / "toolpin.lock").write_bytes(render_lock({}))
     ok = run(home, "wrap", "--project", "--lock", "toolpin.lock", "--yes", cwd=project)
     assert ok.returncode == 0, ok.stderr
     shared = json.loads((project / ".mcp.json").read_text())["mcpServers"]["fetch"]
@@ -161,7 +168,7 @@ def test_unsafe_names_are_shown_visibly(tmp_path: Path) -> None:
     config = h / "odd.json"
     config.write_text(json.dumps({"mcpServers": {"ok\u001b[2J\u202e": {"command": "node"}}}))
     proc = run(h, "wrap", "--config", str(config))
-    assert "ok\\u{001b}[2J\\u{202e}" in proc.stdout
+    assert "ok\\u{1b}[2J\\u{202e}" in proc.stdout
     assert "\u001b" not in proc.stdout and "\u202e" not in proc.stdout
 
 

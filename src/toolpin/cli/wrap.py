@@ -15,22 +15,6 @@ if TYPE_CHECKING:
     from toolpin.clients.wrap import Plan
 
 
-def visible(text: str) -> str:
-    """``text`` with control, format (bidi, zero-width) and odd space characters escaped."""
-    import unicodedata
-
-    out = []
-    for ch in text:
-        category = unicodedata.category(ch)
-        if ch == "\\":
-            out.append("\\\\")
-        elif category[0] == "C" or category in ("Zl", "Zp") or (category == "Zs" and ch != " "):
-            out.append(f"\\u{{{ord(ch):04x}}}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
 def _locations(configs: tuple[str, ...], project: bool) -> list[ConfigLocation]:
     """The files named with ``--config``, else every known client's (plus the project's)."""
     from pathlib import PurePath
@@ -50,6 +34,8 @@ def _locations(configs: tuple[str, ...], project: bool) -> list[ConfigLocation]:
 
 
 def _print_plan(plan: Plan) -> None:
+    from toolpin.core.render import visible
+
     for f in plan.files:
         if not f.changes and not f.error and not any(e.note for e in f.entries):
             continue

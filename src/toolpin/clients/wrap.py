@@ -431,24 +431,25 @@ def apply(plan: Plan, *, home: Path | None = None, now: datetime | None = None) 
 
 
 def check_lock_file(lock: str, project_dir: Path) -> None:
-    """Refuse a ``--lock`` file that does not exist or is not JSON (before any edit)."""
+    """Refuse a ``--lock`` file that is missing or not a valid toolpin lock (before any edit).
+
+    A relative path is read from ``project_dir``, as the proxy reads it from the folder
+    the client starts the server in.
+    """
+    from toolpin.errors import LockfileError
+    from toolpin.lockfile import read_lock
+
     path = Path(lock) if os.path.isabs(lock) else project_dir / lock
-    try:
-        data = json.loads(path.read_bytes())
-    except FileNotFoundError:
+    if not path.is_file():
         raise ConfigError(
             f"cannot use {lock} (not found)", advice="Write it first with: toolpin lock"
-        ) from None
-    except (OSError, ValueError) as exc:
-        reason = "not JSON" if isinstance(exc, ValueError) else (exc.strerror or str(exc))
-        raise ConfigError(
-            f"cannot use {lock} ({reason})", advice="Write it first with: toolpin lock"
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("servers"), dict):
-        raise ConfigError(
-            f"cannot use {lock} (not a toolpin lockfile)",
-            advice="Write it first with: toolpin lock",
         )
+    try:
+        read_lock(path)
+    except LockfileError as exc:
+        raise ConfigError(
+            f"cannot use {lock} ({exc.message})", advice="Write it first with: toolpin lock"
+        ) from None
 
 
 __all__ = [
