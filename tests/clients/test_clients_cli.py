@@ -183,3 +183,11 @@ def test_broken_config_is_reported_not_touched(tmp_path: Path) -> None:
     assert "Nothing else to change; the files above are left as they are." in proc.stdout
     assert "edit it by hand" in proc.stdout
     assert snapshot(h) == before
+
+
+def test_missing_explicit_config(tmp_path: Path) -> None:
+    h = tmp_path / "home"
+    h.mkdir()
+    proc = run(h, "unwrap", "--config", str(h / "nope.json"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("toolpin: cannot read ")

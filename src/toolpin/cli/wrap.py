@@ -27,6 +27,11 @@ def _locations(configs: tuple[str, ...], project: bool) -> list[ConfigLocation]:
     )
 
     if configs:
+        from toolpin.errors import InputError
+
+        for c in configs:
+            if not os.path.isfile(c):
+                raise InputError(f"cannot read {c} (not found)")
         found = [explicit_config(PurePath(os.path.abspath(c))) for c in configs]
         return [ConfigLocation(c.client, c.path, c.dialect, project) for c in found]
     project_dir = PurePath(os.getcwd()) if project else None
