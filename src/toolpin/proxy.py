@@ -33,10 +33,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, BinaryIO, Final, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol
 
 from toolpin.core.canonical import parse_json
-from toolpin.core.drift import Drift, compare
 from toolpin.core.render import Line, to_text, visible
 from toolpin.core.snapshot import Definition, Identity, Kind, Listing, Snapshot
 from toolpin.errors import JSONError, ListingError, ToolpinError
@@ -53,6 +52,9 @@ from toolpin.protocol import (
     kinds_offered,
     request,
 )
+
+if TYPE_CHECKING:
+    from toolpin.core.drift import Drift
 
 CHUNK: Final = 1 << 20
 """Lines are read in chunks of this size; a longer line that needs no inspection streams."""
@@ -425,9 +427,14 @@ class Session:
                 self._note(f"pinned {_counts(observed)} for {self.options.label} ({observed.surface_hash()[:12]})")
                 self._release()
                 return
-        drift = compare(self._pinned, observed)
-        if drift.ok:
+        if _same(self._pinned, observed):
             self._note(f"{self.options.label}: {_counts(observed)} unchanged ({observed.surface_hash()[:12]})")
+            self._release()
+            return
+        from toolpin.core.drift import compare  # only when something differs
+
+        drift = compare(self._pinned, observed)
+        if drift.ok:  # e.g. only the server's version or protocol moved
             self._release()
             return
         self._block(drift, observed, mid_session=False)
@@ -579,6 +586,8 @@ class Session:
             if instructions == self._pinned.instructions:
                 return None
             observed = replace(self._pinned, instructions=instructions, instructions_known=True)
+            from toolpin.core.drift import compare
+
             return compare(self._pinned, observed), observed
         kind = track.kind
         items = result.get(kind.list_member)
@@ -609,6 +618,8 @@ class Session:
         if not differs:
             return None
         observed = self._observed_after_page(kind, page, seen if complete else None)
+        from toolpin.core.drift import compare
+
         return compare(self._pinned, observed), observed
 
     def _observed_after_page(self, kind: Kind, page: dict[str, Definition], final: set[str] | None) -> Snapshot:
@@ -662,6 +673,14 @@ class Session:
             if self.exit_code is not None:
                 return self.exit_code
             return 1 if code is None else code
+
+
+def _same(pinned: Snapshot, observed: Snapshot) -> bool:
+    """No drift: the same surface and no new server name (the decision, by hashes)."""
+    if pinned.surface_hash() != observed.surface_hash():
+        return False
+    a, b = pinned.identity, observed.identity
+    return a is None or b is None or a.name == b.name
 
 
 def _counts(snapshot: Snapshot) -> str:

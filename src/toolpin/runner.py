@@ -25,6 +25,8 @@ def run_proxy(
     name: str | None = None,
     timeout: float = 30.0,
     quiet: bool = False,
+    lock: str | None = None,
+    only_locked: bool = False,
 ) -> int:
     """Run ``toolpin run`` for ``argv``; returns the exit code."""
     from toolpin.proxy import ProxyOptions, run

@@ -22,15 +22,17 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from toolpin import audit
 from toolpin.core.canonical import parse_json
-from toolpin.core.drift import Drift
 from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError, JSONError, LockfileError, StoreError, ToolpinError
 from toolpin.fsutil import atomic_write, ensure_private_dir, locked, toolpin_home
 from toolpin.lockfile import LockEntry, bytes_intact, dumps_with_digest, entry_from_json, entry_json
+
+if TYPE_CHECKING:
+    from toolpin.core.drift import Drift
 
 FORMAT_KEY: Final = "toolpinPin"
 
