@@ -65,7 +65,7 @@ def test_signed_checkpoint_opens_with_its_pinned_key_only() -> None:
     note = sign_checkpoint(cp, signer)
     assert note.startswith(cp.body() + "\n— example.com/log ")
     assert open_checkpoint(note, signer.verifier) == cp
-    with pytest.raises(CheckpointError, match="not signed|no verifiable"):
+    with pytest.raises(CheckpointError, match="no verifiable signatures"):
         open_checkpoint(note, other.verifier)
     # a note cosigned by another key still opens with the pinned key
     cosigned = note + sign_checkpoint(cp, other).split("\n\n", 1)[1]
