@@ -77,9 +77,7 @@ def test_bundles_round_trip_and_truncation_is_detected() -> None:
         encode_bundle([b"x" * 65536])
 
 
-def test_the_70000_entry_log_has_the_spec_layout_and_root(
-    tmp_path: Path, signer: Signer
-) -> None:
+def test_the_70000_entry_log_has_the_spec_layout_and_root(tmp_path: Path, signer: Signer) -> None:
     entries = make_entries(70_000)
     log = TileLog.open(tmp_path / "log")
     for start, end in [(0, 5), (5, 300), (300, 65_539), (65_539, 70_000)]:

@@ -257,6 +257,11 @@ class _Files:
         raise LogError(f"{exact} is missing")
 
 
+def _parse_index(groups: Sequence[str]) -> int:
+    """Inverse of :func:`format_index` for path groups (``["x001", "234"]`` -> 1234)."""
+    return int("".join(g.removeprefix("x") for g in groups))
+
+
 def _width_of(rel: str) -> int:
     """The width a tile or bundle path names (256 for a full one)."""
     return int(rel.rsplit("/", 1)[1]) if ".p/" in rel else TILE_WIDTH
@@ -461,10 +466,37 @@ class TileLog:
         checkpoint = Checkpoint(origin=signer.name, size=new, root=new_root)
         note = sign_checkpoint(checkpoint, signer)
 
+        for rel in writes:
+            self._remove_stray_partials(rel, old)
         for rel, data in writes.items():
             self._write(rel, data, full=".p/" not in rel)
         atomic_write(self.path / CHECKPOINT_FILE, note.encode("utf-8"))
         return checkpoint, note
+
+    def _remove_stray_partials(self, rel: str, old_size: int) -> None:
+        """Delete partial files of ``rel``'s tile wider than the checkpoint's width there.
+
+        Such files were left by an interrupted append and no checkpoint covers them, so no
+        client may rely on them; removing them keeps every remaining partial file one that
+        a signed checkpoint needs (which is what the audit checks).
+        """
+        base = rel.split(".p/", 1)[0]
+        parts = base.split("/")
+        index = _parse_index(parts[2:])
+        level = 0 if parts[1] == "entries" else int(parts[1])
+        keep = _width_at(old_size, level, index)
+        partial_dir = self.path / (base + ".p")
+        try:
+            names = os.listdir(partial_dir)
+        except OSError:
+            return
+        removed = False
+        for name in names:
+            if name.isdigit() and int(name) > keep and f"{base}.p/{name}" != rel:
+                (partial_dir / name).unlink(missing_ok=True)
+                removed = True
+        if removed:
+            fsync_dir(partial_dir)
 
     def _write(self, rel: str, data: bytes, *, full: bool) -> None:
         target = self.path / rel

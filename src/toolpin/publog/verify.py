@@ -21,6 +21,7 @@ The audit streams one bundle at a time and keeps only level-1+ hashes in memory
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,6 +200,15 @@ def _audit_tree(
         tile = tile_path(0, n, width)
         if _read_exact(root, tile) != b"".join(hashes):
             raise _Bad(f"{tile} does not match the hashes of {rel}")
+        for older, w in _older_partials(root, tile_path(0, n), width):
+            if _read_exact(root, older) != b"".join(hashes[:w]):
+                raise _Bad(f"{older} (for an older checkpoint) does not match the log")
+        for older, w in _older_partials(root, entries_path(n), width):
+            try:
+                if decode_bundle(_read_exact(root, older)) != entries[:w]:
+                    raise _Bad(f"{older} (for an older checkpoint) does not match the log")
+            except LogError:
+                raise _Bad(f"{older} is truncated") from None
         if width == TILE_WIDTH:
             upper.append(perfect_root(hashes))
         else:
@@ -219,11 +229,27 @@ def _audit_tree(
             rel = tile_path(level, n, len(chunk))
             if _read_exact(root, rel) != b"".join(chunk):
                 raise _Bad(f"{rel} does not match the tiles below it")
+            for older, w in _older_partials(root, tile_path(level, n), len(chunk)):
+                if _read_exact(root, older) != b"".join(chunk[:w]):
+                    raise _Bad(f"{older} (for an older checkpoint) does not match the log")
             if len(chunk) == TILE_WIDTH:
                 above.append(perfect_root(chunk))
         upper = above
         level += 1
     return levels
+
+
+def _older_partials(root: Path, base: str, width: int) -> list[tuple[str, int]]:
+    """Partial files of tile ``base`` narrower than ``width``: kept for older checkpoints.
+
+    Wider ones are left by an interrupted append beyond the checkpoint and are ignored.
+    """
+    try:
+        names = os.listdir(root / (base + ".p"))
+    except OSError:
+        return []
+    widths = sorted(int(n) for n in names if n.isdigit() and not n.startswith("0"))
+    return [(f"{base}.p/{w}", w) for w in widths if 0 < w < width]
 
 
 def _check_consistency(root: Path, old: Checkpoint, current: Checkpoint) -> None:
