@@ -68,8 +68,9 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def decode_entry(data: bytes) -> dict[str, Any]:
-    """Parse a log entry; it must be a JSON object in RFC 8785 canonical form."""
+def decode_entry(data: bytes, *, canonical: bool = True) -> dict[str, Any]:
+    """Parse a log entry: a strict JSON object, in RFC 8785 canonical form unless
+    ``canonical`` is false (the writer checks the form; the audit only needs the value)."""
     try:
         text = data.decode("utf-8")
         value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
@@ -77,6 +78,8 @@ def decode_entry(data: bytes) -> dict[str, Any]:
         raise EntryError("the entry is not strict UTF-8 JSON") from None
     if not isinstance(value, dict):
         raise EntryError("the entry is not a JSON object")
+    if not canonical:
+        return value
     try:
         canonical = rfc8785.dumps(value)
     except rfc8785.CanonicalizationError:

@@ -3,8 +3,9 @@
 Checks, first failure wins:
 
 1. ``checkpoint`` is signed by the pinned key (no other key counts) and names its origin;
-2. every entry bundle the checkpoint covers exists, decodes exactly, and each entry is an
-   RFC 8785 JSON object whose ``"blob"`` reference (if any) is well formed;
+2. every entry bundle the checkpoint covers exists, decodes exactly, and each entry is a
+   strict JSON object whose ``"blob"`` reference (if any) is well formed (the RFC 8785 form
+   itself is enforced by the writer, which refuses any other bytes);
 3. every hash tile the checkpoint needs equals the hashes recomputed from the entries
    (level 0) or from the full tiles below (levels 1+), byte for byte;
 4. the root recomputed from the entries equals the checkpoint's root;
@@ -186,7 +187,7 @@ def _audit_tree(
         for offset, entry in enumerate(entries):
             index = n * TILE_WIDTH + offset
             try:
-                ref = blob_reference(decode_entry(entry))
+                ref = blob_reference(decode_entry(entry, canonical=False))
             except LogError as exc:
                 raise _Bad(f"entry {index}: {exc.message}") from None
             if ref is not None and ref not in seen_blobs:
