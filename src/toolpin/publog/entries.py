@@ -81,10 +81,10 @@ def decode_entry(data: bytes, *, canonical: bool = True) -> dict[str, Any]:
     if not canonical:
         return value
     try:
-        canonical = rfc8785.dumps(value)
+        expected = rfc8785.dumps(value)
     except rfc8785.CanonicalizationError:
         raise EntryError("the entry holds a number outside RFC 8785's range") from None
-    if canonical != data:
+    if expected != data:
         raise EntryError("the entry is not in RFC 8785 canonical form")
     return value
 
