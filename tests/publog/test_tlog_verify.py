@@ -265,3 +265,13 @@ def test_writer_removes_strays_before_they_look_like_history(
     log.append(make_entries(10, 10), signer)  # 10 -> 20 skips width 15
     assert not stray.exists()
     assert verify_log(tmp_path / "log", signer.verifier.text).ok
+
+
+def test_oversized_files_are_refused_without_reading_them_whole(
+    log_with_history: tuple[Path, list[str]], signer: Signer
+) -> None:
+    root, _ = log_with_history
+    with open(root / "tile/0/000", "ab") as handle:
+        handle.truncate(64 << 20)  # a sparse 64 MiB "tile"
+    result = verify_log(root, signer.verifier.text)
+    assert result.exit_code == 1 and "larger than any valid file" in result.reason

@@ -54,6 +54,21 @@ class BlobStore:
     def has(self, ref: str) -> bool:
         return self.path(ref).is_file()
 
+    def check(self, ref: str) -> None:
+        """Check that blob ``ref`` exists and matches its digest (streamed, any size)."""
+        target = self.path(ref)
+        digest = hashlib.sha256()
+        try:
+            with open(target, "rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(chunk)
+        except FileNotFoundError:
+            raise BlobError(f"blob {ref} is missing") from None
+        except OSError as exc:
+            raise BlobError(f"blob {ref} cannot be read ({exc.strerror})") from None
+        if "sha256:" + digest.hexdigest() != ref:
+            raise BlobError(f"blob {ref} does not match its digest")
+
     def get(self, ref: str) -> bytes:
         """The blob's bytes, checked against its digest."""
         target = self.path(ref)

@@ -58,6 +58,28 @@ TILE_HEIGHT = 8
 TILE_WIDTH = 1 << TILE_HEIGHT  # 256 hashes, 8,192 bytes
 CHECKPOINT_FILE = "checkpoint"
 LOCK_FILE = ".toolpin.lock"
+MAX_TILE_BYTES = TILE_WIDTH * HASH_SIZE
+MAX_BUNDLE_BYTES = TILE_WIDTH * (2 + MAX_ENTRY_BYTES)
+MAX_CHECKPOINT_BYTES = 1 << 20
+
+
+def max_file_bytes(rel: str) -> int:
+    """The largest size a well-formed log file at ``rel`` can have."""
+    if rel == CHECKPOINT_FILE:
+        return MAX_CHECKPOINT_BYTES
+    if rel.startswith("tile/entries/"):
+        return MAX_BUNDLE_BYTES
+    return MAX_TILE_BYTES
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """Read ``path``, refusing (LogError) a file larger than ``limit`` bytes."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise LogError(f"{path.name} is larger than any valid log file of its kind")
+    return data
+
 
 __all__ = [
     "CHECKPOINT_FILE",
@@ -214,7 +236,7 @@ class _Files:
         if rel in self.overlay:
             return self.overlay[rel]
         try:
-            return (self.root / rel).read_bytes()
+            return read_bounded(self.root / rel, max_file_bytes(rel))
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -398,7 +420,7 @@ class TileLog:
                 raise LogError(f"entry {i} of the batch is over {MAX_ENTRY_BYTES:,} bytes")
             ref = blob_reference(decode_entry(entry))
             if ref is not None:
-                blobs.get(ref)  # present and intact before any checkpoint refers to it
+                blobs.check(ref)  # present and intact before any checkpoint refers to it
         _ensure_dir(self.path)
         with locked(self.path / LOCK_FILE, timeout=lock_timeout):
             old_cp, _ = _read_checkpoint(self.path, signer.verifier, origin=signer.name)
@@ -501,7 +523,7 @@ class TileLog:
     def _write(self, rel: str, data: bytes, *, full: bool) -> None:
         target = self.path / rel
         try:
-            existing: bytes | None = target.read_bytes()
+            existing: bytes | None = read_bounded(target, max(len(data), max_file_bytes(rel)))
         except FileNotFoundError:
             existing = None
         except OSError as exc:
@@ -525,7 +547,7 @@ def _read_checkpoint(
     root: Path, verifier: Verifier | None, *, origin: str | None = None
 ) -> tuple[Checkpoint | None, str | None]:
     try:
-        raw = (root / CHECKPOINT_FILE).read_bytes()
+        raw = read_bounded(root / CHECKPOINT_FILE, MAX_CHECKPOINT_BYTES)
     except FileNotFoundError:
         return None, None
     except OSError as exc:

@@ -47,6 +47,8 @@ from toolpin.publog.tiles import (
     _Files,
     decode_bundle,
     entries_path,
+    max_file_bytes,
+    read_bounded,
     tile_path,
 )
 
@@ -98,9 +100,11 @@ class _Levels:
 
 def _read_exact(root: Path, rel: str) -> bytes:
     try:
-        return (root / rel).read_bytes()
+        return read_bounded(root / rel, max_file_bytes(rel))
     except FileNotFoundError:
         raise _Bad(f"{rel} is missing") from None
+    except LogError:
+        raise _Bad(f"{rel} is larger than any valid file of its kind") from None
     except OSError as exc:
         raise _Bad(f"{rel} cannot be read ({exc.strerror})") from None
 
@@ -192,7 +196,7 @@ def _audit_tree(
                 raise _Bad(f"entry {index}: {exc.message}") from None
             if ref is not None and ref not in seen_blobs:
                 try:
-                    blobs.get(ref)
+                    blobs.check(ref)
                 except LogError as exc:
                     raise _Bad(f"entry {index}: {exc.message}") from None
                 seen_blobs.add(ref)
