@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
         return 0
     if mode == "kill-at":
         target, tag, start, count = int(rest[0]), rest[1], int(rest[2]), int(rest[3])
-        real_write = tiles.atomic_write
+        real_write = tiles.atomic_write  # type: ignore[attr-defined]
         calls = 0
 
         def dying_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
                 os.kill(os.getpid(), signal.SIGKILL)
             real_write(path, data, mode=mode)
 
-        tiles.atomic_write = dying_write  # type: ignore[assignment]
+        tiles.atomic_write = dying_write  # type: ignore[attr-defined]
         log.append(entries(tag, start, count), signer)
         print(f"completed after {calls} writes", flush=True)
         return 0
