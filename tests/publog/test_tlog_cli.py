@@ -162,3 +162,19 @@ def test_end_to_end_as_a_subprocess(tmp_path: Path) -> None:
 
     usage = _toolpin("log", "verify", "--log", str(log_dir))
     assert usage.returncode == 2
+
+
+def test_the_log_command_module_is_light_at_import() -> None:
+    code = (
+        "import sys, toolpin.cli; toolpin.cli._register_commands(); "
+        "heavy = [m for m in ('cryptography', 'rfc8785', 'toolpin.publog.tiles', "
+        "'toolpin.publog.note', 'rich', 'filelock') if m in sys.modules]; "
+        "assert 'log' in toolpin.cli.cli.commands; print(heavy)"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
