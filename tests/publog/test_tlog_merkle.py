@@ -205,7 +205,7 @@ def test_node_hash_is_prefixed() -> None:
 BIG = MemoryTree.from_entries([i.to_bytes(4, "big") for i in range(600)])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.integers(1, 600).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n - 1))))
 def test_every_inclusion_proof_verifies(case: tuple[int, int]) -> None:
     size, index = case
@@ -214,7 +214,7 @@ def test_every_inclusion_proof_verifies(case: tuple[int, int]) -> None:
     assert verify_inclusion(leaf, index, size, proof, BIG.root(size))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.integers(1, 600).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n))))
 def test_every_consistency_proof_verifies(case: tuple[int, int]) -> None:
     new, old = case
@@ -222,7 +222,7 @@ def test_every_consistency_proof_verifies(case: tuple[int, int]) -> None:
     assert verify_consistency(old, new, BIG.root(old), BIG.root(new), proof)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.integers(2, 600).flatmap(
         lambda n: st.tuples(
@@ -260,7 +260,7 @@ def test_any_corrupted_inclusion_proof_fails(case: tuple[int, int, int, int]) ->
         assert not verify_inclusion(leaf, index, size, [proof[0], *proof], root)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.integers(3, 600).flatmap(
         lambda n: st.tuples(st.just(n), st.integers(1, n - 1), st.integers(0, 255))

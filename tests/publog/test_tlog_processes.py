@@ -115,9 +115,9 @@ def test_sigkill_at_every_write_of_an_append(keyed: tuple[Path, Path, Verifier])
 def test_sigkill_at_random_moments_while_appending(keyed: tuple[Path, Path, Verifier]) -> None:
     log_dir, key, verifier = keyed
     sizes = []
-    for round_number in range(4):
+    for round_number in range(3):
         w = _worker(str(log_dir), str(key), "loop", f"r{round_number}", "37")
-        time.sleep(0.6 + 0.15 * round_number)
+        time.sleep(0.5 + 0.2 * round_number)
         w.send_signal(signal.SIGKILL)
         w.communicate(timeout=60)
         result = verify_log(log_dir, verifier)
