@@ -240,7 +240,7 @@ def _py_str(value: object) -> str:
         return _num_text(value)
     if isinstance(value, str):
         return _short(value)
-    return _short(_plain_canon(value))
+    return _short(_canon_text(value))
 
 
 def _py_repr(value: object) -> str:
@@ -250,70 +250,114 @@ def _py_repr(value: object) -> str:
     return _py_str(value)
 
 
-def _plain_canon(value: object) -> str:
-    return _Canon().text(value)
-
-
-class _Canon:
+def _canon_text(value: object) -> str:
     """Canonical JSON text of a value: sorted keys, compact, JS numbers, raw non-ASCII.
 
-    Iterative (no recursion limit) and memoised per container, so equality checks at every
-    level of the walk stay cheap. Entries hold a reference to their object, so an id cannot
-    be reused while the memo lives.
+    One iterative pass (no recursion limit, linear in the size of the value). Used for
+    details and for the sort order of enum values, never for equality.
+    """
+    out: list[str] = []
+    busy: set[int] = set()
+    stack: list[tuple[bool, object]] = [(False, value)]
+    while stack:
+        literal, item = stack.pop()
+        if literal:
+            if isinstance(item, str):
+                out.append(item)
+            else:
+                busy.discard(id(item))  # end of a container
+            continue
+        if not isinstance(item, dict | list | tuple):
+            out.append(_scalar_canon(item))
+            continue
+        if id(item) in busy:  # a Python-level cycle: not JSON, but never loop
+            out.append('"<cycle>"')
+            continue
+        busy.add(id(item))
+        stack.append((True, item))
+        if isinstance(item, dict):
+            pairs = sorted(((_key_text(k), v) for k, v in item.items()), key=_first)
+            stack.append((True, "}"))
+            for index in range(len(pairs) - 1, -1, -1):
+                key, member = pairs[index]
+                stack.append((False, member))
+                stack.append((True, json.dumps(key, ensure_ascii=False) + ":"))
+                if index:
+                    stack.append((True, ","))
+            stack.append((True, "{"))
+        else:
+            stack.append((True, "]"))
+            for index in range(len(item) - 1, -1, -1):
+                stack.append((False, item[index]))
+                if index:
+                    stack.append((True, ","))
+            stack.append((True, "["))
+    return "".join(out)
+
+
+class _Interner:
+    """Gives every distinct JSON value an integer: equal values (JS semantics) get equal ids.
+
+    Hash-consing: a container's key is built from its members' ids, so each subtree is
+    processed once, iteratively, and equality anywhere in the walk is an integer compare.
+    Memo entries keep their object alive, so an ``id()`` cannot be reused meanwhile.
     """
 
-    __slots__ = ("_memo",)
+    __slots__ = ("_ids", "_memo")
+
+    _CYCLE: Final = -1
 
     def __init__(self) -> None:
-        self._memo: dict[int, tuple[object, str]] = {}
+        self._ids: dict[tuple[object, ...], int] = {}
+        self._memo: dict[int, tuple[object, int]] = {}
 
-    def text(self, value: object) -> str:
-        memo = self._memo
-        out: list[str] = []
+    def _intern(self, key: tuple[object, ...]) -> int:
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = len(self._ids)
+        return found
+
+    def _known(self, item: object) -> int | None:
+        if not isinstance(item, dict | list | tuple):
+            return self._intern(("s", _scalar_canon(item)))
+        hit = self._memo.get(id(item))
+        return hit[1] if hit is not None and hit[0] is item else None
+
+    def id_of(self, value: object) -> int:
+        known = self._known(value)
+        if known is not None:
+            return known
         busy: set[int] = set()
-        stack: list[tuple[int, object, int]] = [(0, value, 0)]
+        stack: list[tuple[bool, object]] = [(False, value)]
         while stack:
-            op, item, start = stack.pop()
-            if op == 1:
-                out.append(item if isinstance(item, str) else "")
+            done, item = stack.pop()
+            if self._known(item) is not None:
                 continue
-            if op == 2:
-                joined = "".join(out[start:])
-                del out[start:]
-                out.append(joined)
-                memo[id(item)] = (item, joined)
-                busy.discard(id(item))
+            assert isinstance(item, dict | list | tuple)
+            members = list(item.values()) if isinstance(item, dict) else list(item)
+            if not done:
+                busy.add(id(item))
+                stack.append((True, item))
+                stack.extend(
+                    (False, m)
+                    for m in members
+                    if isinstance(m, dict | list | tuple) and id(m) not in busy
+                )
                 continue
-            if not isinstance(item, dict | list | tuple):
-                out.append(_scalar_canon(item))
-                continue
-            hit = memo.get(id(item))
-            if hit is not None and hit[0] is item:
-                out.append(hit[1])
-                continue
-            if id(item) in busy:  # a Python-level cycle: not JSON, but never loop
-                out.append('"<cycle>"')
-                continue
-            busy.add(id(item))
-            stack.append((2, item, len(out)))
+            busy.discard(id(item))
+            key: tuple[object, ...]
             if isinstance(item, dict):
-                pairs = sorted(((_key_text(k), v) for k, v in item.items()), key=_first)
-                stack.append((1, "}", 0))
-                for index in range(len(pairs) - 1, -1, -1):
-                    key, member = pairs[index]
-                    stack.append((0, member, 0))
-                    stack.append((1, json.dumps(key, ensure_ascii=False) + ":", 0))
-                    if index:
-                        stack.append((1, ",", 0))
-                stack.append((1, "{", 0))
+                entries = sorted((_key_text(k), self._member(v)) for k, v in item.items())
+                key = ("d", *entries)
             else:
-                stack.append((1, "]", 0))
-                for index in range(len(item) - 1, -1, -1):
-                    stack.append((0, item[index], 0))
-                    if index:
-                        stack.append((1, ",", 0))
-                stack.append((1, "[", 0))
-        return "".join(out)
+                key = ("l", *map(self._member, members))
+            self._memo[id(item)] = (item, self._intern(key))
+        found = self._known(value)
+        return self._CYCLE if found is None else found
+
+    def _member(self, value: object) -> int:
+        known = self._known(value)
+        return self._CYCLE if known is None else known
 
 
 def _first(pair: tuple[str, object]) -> str:
@@ -455,7 +499,7 @@ class _Walker:
         self.max_depth = max_depth
         self.refs_left = max_refs
         self.findings: list[SchemaFinding] = []
-        self.canon = _Canon()
+        self.ids = _Interner()
         self.keep: list[object] = []  # temporaries whose ids are memoised
         self.active: set[tuple[int, int]] = set()
 
@@ -500,12 +544,12 @@ class _Walker:
             return True
         if old is _MISSING or new is _MISSING:
             return False
-        return self.canon.text(old) == self.canon.text(new)
+        return self.ids.id_of(old) == self.ids.id_of(new)
 
     def text(self, value: object) -> str:
         if value is _MISSING:
             return "absent"
-        return _short(self.canon.text(value))
+        return _short(_canon_text(value))
 
     # -- schema level -----------------------------------------------------------------------
 
@@ -688,7 +732,7 @@ def _required(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
     if (
         isinstance(o, list)
         and isinstance(n, list)
-        and sorted(map(w.canon.text, o)) == sorted(map(w.canon.text, n))
+        and sorted(map(w.ids.id_of, o)) == sorted(map(w.ids.id_of, n))
     ):
         w.emit(
             "required_reordered",
@@ -710,10 +754,10 @@ def _enum(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
     elif o is _MISSING and isinstance(n, list):
         w.emit("enum_added", path, _TIGHTEN, pol, "enum added", "schema-enum-added")
     elif isinstance(o, list) and isinstance(n, list):
-        old_vals = [w.canon.text(v) for v in o]
-        new_vals = [w.canon.text(v) for v in n]
-        added = sorted(set(new_vals) - set(old_vals))
-        removed = sorted(set(old_vals) - set(new_vals))
+        old_ids = {w.ids.id_of(v): v for v in o}
+        new_ids = {w.ids.id_of(v): v for v in n}
+        added = sorted(_canon_text(v) for i, v in new_ids.items() if i not in old_ids)
+        removed = sorted(_canon_text(v) for i, v in old_ids.items() if i not in new_ids)
         if added:
             w.emit(
                 "enum_loosened",
@@ -1011,11 +1055,11 @@ def _schema_list(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None
     before = len(w.findings)
     pairs: list[tuple[int, int]] = []
     if kw in ("anyOf", "oneOf", "allOf"):
-        old_texts = [w.canon.text(v) for v in o]
+        old_texts = [w.ids.id_of(v) for v in o]
         unmatched_old = list(range(len(o)))
         unmatched_new: list[int] = []
         for j, value in enumerate(n):
-            text = w.canon.text(value)
+            text = w.ids.id_of(value)
             match = next((i for i in unmatched_old if old_texts[i] == text), None)
             if match is None:
                 unmatched_new.append(j)
