@@ -66,6 +66,9 @@ class SchemaFinding:
 _DEPTH_CAP: Final = 160
 """Hard ceiling on ``max_depth`` so the recursive walk stays far from Python's stack limit."""
 
+_STEP_BUDGET: Final = 25_000
+"""Most schema pairs compared in one diff; past it one ``value_changed`` finding ends the walk."""
+
 _DETAIL_LIMIT: Final = 80
 
 _OUTPUT_ENUM_TAIL: Final = "; a new output enum value can break downstream exhaustive switches"
@@ -498,6 +501,7 @@ class _Walker:
         self.direction = direction
         self.max_depth = max_depth
         self.refs_left = max_refs
+        self.steps_left = _STEP_BUDGET
         self.findings: list[SchemaFinding] = []
         self.ids = _Interner()
         self.keep: list[object] = []  # temporaries whose ids are memoised
@@ -555,6 +559,11 @@ class _Walker:
 
     def walk(self, old: object, new: object, path: _Path, depth: int, polarity: int) -> None:
         if self.same(old, new):
+            return
+        self.steps_left -= 1
+        if self.steps_left < 0:
+            if self.steps_left == -1:
+                self.emit("value_changed", path, _UNKNOWN, polarity, "comparison limit reached")
             return
         if depth > self.max_depth:
             self.emit("value_changed", path, _UNKNOWN, polarity, "schema nesting limit reached")
@@ -1055,16 +1064,19 @@ def _schema_list(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None
     before = len(w.findings)
     pairs: list[tuple[int, int]] = []
     if kw in ("anyOf", "oneOf", "allOf"):
-        old_texts = [w.ids.id_of(v) for v in o]
-        unmatched_old = list(range(len(o)))
+        # identical branches pair up wherever they moved; the rest pair up in order
+        by_value: dict[int, list[int]] = {}
+        for i in range(len(o) - 1, -1, -1):
+            by_value.setdefault(w.ids.id_of(o[i]), []).append(i)
+        matched: set[int] = set()
         unmatched_new: list[int] = []
         for j, value in enumerate(n):
-            text = w.ids.id_of(value)
-            match = next((i for i in unmatched_old if old_texts[i] == text), None)
-            if match is None:
-                unmatched_new.append(j)
+            bucket = by_value.get(w.ids.id_of(value))
+            if bucket:
+                matched.add(bucket.pop())
             else:
-                unmatched_old.remove(match)
+                unmatched_new.append(j)
+        unmatched_old = [i for i in range(len(o)) if i not in matched]
         pairs = list(zip(unmatched_old, unmatched_new, strict=False))
         extra_new = unmatched_new[len(pairs) :]
         extra_old = unmatched_old[len(pairs) :]
