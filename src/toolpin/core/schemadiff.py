@@ -550,8 +550,7 @@ class _Walker:
             return True
         if old is _MISSING or new is _MISSING:
             return False
-        containers = dict | list | tuple
-        if not isinstance(old, containers) and not isinstance(new, containers):
+        if not isinstance(old, dict | list | tuple) and not isinstance(new, dict | list | tuple):
             return _scalar_canon(old) == _scalar_canon(new)
         # Fast path: the C encoder. Equal text is equal JSON. Different text is different
         # JSON unless an integral float (1.0, -0.0, 1e+16) may hide a JS-equal number.
