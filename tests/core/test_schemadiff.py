@@ -749,3 +749,21 @@ def test_arbitrary_json_never_raises(old: object, new: object, depth: int, refs:
             assert finding_line(f, direction=direction)
         if _same_json(old, new):
             assert found == []
+
+
+@_FAST
+@given(
+    JSON_VALUES, JSON_VALUES, st.integers(55, 70), st.sampled_from(["properties", "items", "not"])
+)
+def test_generated_values_near_the_depth_limit(
+    old: object, new: object, depth: int, keyword: str
+) -> None:
+    def wrap(value: object) -> object:
+        for _ in range(depth):
+            value = {keyword: {"a": value}} if keyword == "properties" else {keyword: value}
+        return value
+
+    found = diff_schema(wrap(old), wrap(new))
+    assert bool(found) is not _same_json(old, new)
+    if found and depth > 64:  # the leaf sits at walk depth `depth`
+        assert [f.detail for f in found] == ["schema nesting limit reached"]
