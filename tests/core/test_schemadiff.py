@@ -765,5 +765,5 @@ def test_generated_values_near_the_depth_limit(
 
     found = diff_schema(wrap(old), wrap(new))
     assert bool(found) is not _same_json(old, new)
-    if found and depth > 64:  # the leaf sits at walk depth `depth`
+    if found and depth > 64 and keyword == "properties":  # the leaf is walked at `depth`
         assert [f.detail for f in found] == ["schema nesting limit reached"]

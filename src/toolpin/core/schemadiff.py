@@ -814,47 +814,38 @@ def _enum(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
         w.emit("enum_changed", path, _NEUTRAL, pol, "enum changed", "schema-modified")
 
 
+def _number_change(kw: str, o: object, n: object, upper: bool) -> tuple[str, str, str]:
+    """(kind, local effect, detail) of a numeric bound, by mcp-tool-pin-check's maxLength rules."""
+    if _is_num(o) and _is_num(n):
+        detail = f"{_num_text(o)} -> {_num_text(n)}"
+        if n > o if upper else n < o:
+            return f"{kw}_loosened", _RELAX, detail
+        if n < o if upper else n > o:
+            return f"{kw}_tightened", _TIGHTEN, detail
+        return f"{kw}_changed", _NEUTRAL, detail  # NaN
+    if _is_num(o) and n is _MISSING:
+        return f"{kw}_removed", _RELAX, _py_str(o)
+    if o is _MISSING:
+        return f"{kw}_added", _TIGHTEN, _py_str(n)
+    return f"{kw}_changed", _NEUTRAL, f"{_py_repr(o)} -> {_py_repr(n)}"
+
+
 def _numeric(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
     """maxLength (exactly as mcp-tool-pin-check) and every other numeric bound."""
     upper = kw in _UPPER_BOUNDS
-    if _is_num(o) and _is_num(n):
-        looser = n > o if upper else n < o
-        tighter = n < o if upper else n > o
-        detail = f"{_num_text(o)} -> {_num_text(n)}"
-        if looser:
-            kind, effect = f"{kw}_loosened", _RELAX
-        elif tighter:
-            kind, effect = f"{kw}_tightened", _TIGHTEN
-        else:
-            kind, effect = f"{kw}_changed", _NEUTRAL
-    elif _is_num(o) and n is _MISSING:
-        kind, effect, detail = f"{kw}_removed", _RELAX, _py_str(o)
-    elif o is _MISSING:
-        kind, effect, detail = f"{kw}_added", _TIGHTEN, _py_str(n)
-    else:
-        kind, effect, detail = f"{kw}_changed", _NEUTRAL, f"{_py_repr(o)} -> {_py_repr(n)}"
-    cls = _effect_cls(effect)
-    if kw in ("maximum", "minimum"):
-        effect = _bound_effect(site.old, site.new, upper)
-    w.emit(kind, (*site.path, kw), effect, site.polarity, detail, cls)
+    kind, local, detail = _number_change(kw, o, n, upper)
+    effect = _bound_effect(site.old, site.new, upper) if kw in ("maximum", "minimum") else local
+    w.emit(kind, (*site.path, kw), effect, site.polarity, detail, _effect_cls(local))
 
 
 def _exclusive(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
-    """exclusiveMaximum/-Minimum: numeric (draft 6+) or the draft-4 boolean modifier."""
+    """exclusiveMaximum/-Minimum: numeric (draft 6+) or the draft-4 boolean modifier.
+
+    Whether it widens is decided by the effective bound together with maximum/minimum.
+    """
     upper = kw == "exclusiveMaximum"
     if not isinstance(o, bool) and not isinstance(n, bool):
-        if _is_num(o) and _is_num(n):
-            looser = n > o if upper else n < o
-            tighter = n < o if upper else n > o
-            local = _RELAX if looser else _TIGHTEN if tighter else _NEUTRAL
-            suffix = {_RELAX: "loosened", _TIGHTEN: "tightened", _NEUTRAL: "changed"}[local]
-            kind, detail = f"{kw}_{suffix}", f"{_num_text(o)} -> {_num_text(n)}"
-        elif _is_num(o) and n is _MISSING:
-            kind, local, detail = f"{kw}_removed", _RELAX, _py_str(o)
-        elif o is _MISSING:
-            kind, local, detail = f"{kw}_added", _TIGHTEN, _py_str(n)
-        else:
-            kind, local, detail = f"{kw}_changed", _NEUTRAL, f"{_py_repr(o)} -> {_py_repr(n)}"
+        kind, local, detail = _number_change(kw, o, n, upper)
     else:
         detail = f"{_py_repr(o)} -> {_py_repr(n)}"
         flag_forms = all(v is _MISSING or isinstance(v, bool) for v in (o, n))
