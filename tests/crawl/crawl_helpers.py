@@ -65,6 +65,10 @@ class Seen:
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]
+    body: bytes = b""
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
 
 
 Reply = tuple[int, dict[str, str], bytes]
@@ -97,15 +101,14 @@ class FakeAPI:
 
             def _handle(self) -> None:
                 parts = urlsplit(self.path)
+                length = int(self.headers.get("content-length") or 0)
                 seen = Seen(
                     self.command,
                     parts.path,
                     parse_qs(parts.query),
                     {k.lower(): v for k, v in self.headers.items()},
+                    self.rfile.read(length) if length else b"",
                 )
-                length = int(self.headers.get("content-length") or 0)
-                if length:
-                    self.rfile.read(length)
                 api.seen.append(seen)
                 route = api.routes.get(parts.path)
                 status, headers, body = route(seen) if route else (404, {}, b"not found")

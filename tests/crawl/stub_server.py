@@ -19,7 +19,8 @@ import time
 
 
 def main() -> None:
-    spec = json.loads(open(sys.argv[1], encoding="utf-8").read())
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        spec = json.load(handle)
     if "env_report" in spec:
         with open(spec["env_report"], "w", encoding="utf-8") as handle:
             json.dump(dict(os.environ), handle)
