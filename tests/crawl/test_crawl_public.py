@@ -140,7 +140,7 @@ def _tarball() -> bytes:
 
 @pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None, reason="no npm")
 def test_npm_package_installed_without_scripts_and_probed(
-    tmp_path: Path, log_key: LogKey, fake_api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, log_key: LogKey, fake_api: FakeAPI
 ) -> None:
     tgz = _tarball()
     integrity = "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()
@@ -174,7 +174,6 @@ def test_npm_package_installed_without_scripts_and_probed(
             "total": 1,
         }
     )
-    monkeypatch.setenv("TOOLPIN_NPM_REGISTRY", fake_api.url)
     env = {"TOOLPIN_NPM_REGISTRY": fake_api.url}
     opts = _options(tmp_path, log_key, env, sources=("npm",), allow_exec=True, timeout=60.0)
     summary = crawl(opts)
@@ -189,3 +188,91 @@ def test_npm_package_installed_without_scripts_and_probed(
     assert record["serverInfo"]["name"] == "node-stub"
     assert record["counts"]["tools"] == 1
     assert fake_api.requests_to("/stub-mcp/-/stub-mcp-1.0.0.tgz")
+
+
+PY_SERVER = """import json, sys
+
+
+def main():
+    for raw in sys.stdin:
+        msg = json.loads(raw)
+        if "id" not in msg:
+            continue
+        if msg.get("method") == "initialize":
+            result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "wheel-stub", "version": "3.1.4"}}
+        elif msg.get("method") == "tools/list":
+            result = {"tools": [{"name": "wheel_tool", "inputSchema": {"type": "object"}}]}
+        else:
+            out = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}
+            print(json.dumps(out), flush=True)
+            continue
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+    return 0
+"""
+
+
+def _wheel() -> bytes:
+    import zipfile
+
+    info = "wheel_stub_mcp-3.1.4.dist-info"
+    files = {
+        "wheel_stub_mcp/__init__.py": "",
+        "wheel_stub_mcp/server.py": PY_SERVER,
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: wheel-stub-mcp\nVersion: 3.1.4\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+        f"{info}/entry_points.txt": (
+            "[console_scripts]\nwheel-stub-mcp = wheel_stub_mcp.server:main\n"
+        ),
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{name},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"{info}/RECORD,,")
+    files[f"{info}/RECORD"] = "\n".join(record) + "\n"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+    return buffer.getvalue()
+
+
+def test_pypi_package_installed_from_wheels_and_probed(
+    tmp_path: Path, log_key: LogKey, fake_api: FakeAPI
+) -> None:
+    wheel = _wheel()
+    sha = hashlib.sha256(wheel).hexdigest()
+    filename = "wheel_stub_mcp-3.1.4-py3-none-any.whl"
+    page = f'<html><body><a href="/files/{filename}#sha256={sha}">{filename}</a></body></html>'
+    fake_api.routes["/simple/wheel-stub-mcp/"] = lambda seen: (
+        200,
+        {"Content-Type": "text/html"},
+        page.encode(),
+    )
+    fake_api.routes[f"/files/{filename}"] = lambda seen: (200, {}, wheel)
+    listing = {
+        "servers": [
+            _item(
+                "io.example/wheel",
+                "2026-10-01T00:00:00Z",
+                packages=[
+                    {"registryType": "pypi", "identifier": "wheel-stub-mcp", "version": "3.1.4"}
+                ],
+            )
+        ]
+    }
+    fake_api.routes["/v0.1/servers"] = lambda seen: json_reply(listing)
+    env = {"TOOLPIN_REGISTRY_URL": fake_api.url, "TOOLPIN_PYPI_URL": fake_api.url}
+    summary = crawl(_options(tmp_path, log_key, env, allow_exec=True, timeout=60.0))
+    assert summary.appended == 1, summary.results
+    (record,) = independent_check(tmp_path / "log", log_key.vkey)
+    assert record["server"]["package"] == {
+        "ecosystem": "pypi",
+        "name": "wheel-stub-mcp",
+        "version": "3.1.4",
+        "digest": f"sha256:{sha}",
+    }
+    assert record["serverInfo"] == {"name": "wheel-stub", "version": "3.1.4"}
+    assert "PYTHONPATH" in record["probeEnv"]["supplied"]

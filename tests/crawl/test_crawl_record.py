@@ -108,3 +108,15 @@ def test_unreadable_optout_is_an_input_error(tmp_path: Path) -> None:
     (tmp_path / "OPTOUT.txt").write_bytes(b"\xff\xfe bad")
     with pytest.raises(InputError, match="not UTF-8"):
         load_optout([tmp_path])
+
+
+def test_a_config_url_is_recorded_without_its_secrets() -> None:
+    url = "https://mcp.example.com:8443/v1/mcp?api_key=s3cret#frag"
+    local = Candidate("1", "mine", "config", "streamable-http", url=url)
+    listed = Candidate("2", "io.example/x", "registry", "streamable-http", url=url)
+    assert local.public_url == "https://mcp.example.com:8443/v1/mcp"
+    assert "s3cret" not in json.dumps(local.descriptor())
+    assert listed.public_url == url
+    obs = Observation(_snapshot(), "modern", "2026-07-28", "2026-11-30T00:00:00Z")
+    record = observation_record(local, obs, previous=None, blob="sha256:" + "0" * 64)
+    assert record["server"]["url"] == "https://mcp.example.com:8443/v1/mcp"

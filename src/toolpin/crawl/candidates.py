@@ -36,6 +36,21 @@ def crawl_id(source: str, key: str) -> str:
     return hashlib.sha256(f"{source}:{key}".encode()).hexdigest()[:16]
 
 
+def without_query(url: str) -> str:
+    """``url`` without credentials, query and fragment (where secrets usually sit)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = host if parts.port is None else f"{host}:{parts.port}"
+    except ValueError:
+        return "(unparsable URL)"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 def clip(text: str | None, limit: int) -> str | None:
     """``text`` cut to ``limit`` characters (None stays None)."""
     if text is None:
@@ -102,6 +117,15 @@ class Candidate:
     def probeable(self) -> bool:
         return self.skip_reason is None and self.transport != "unknown"
 
+    @property
+    def public_url(self) -> str | None:
+        """The URL as recorded: a URL from a local config may carry a secret filled in from
+        the environment, so its credentials, query and fragment are left out; a URL from a
+        public listing is public already and kept whole."""
+        if self.url is None:
+            return None
+        return without_query(self.url) if self.source == "config" else self.url
+
     def descriptor(self) -> dict[str, Any]:
         """What crawl state keeps to probe the candidate again on a later run (no env)."""
         out: dict[str, Any] = {
@@ -110,8 +134,8 @@ class Candidate:
             "source": self.source,
             "transport": self.transport,
         }
-        if self.url is not None:
-            out["url"] = self.url
+        if self.public_url is not None:
+            out["url"] = self.public_url
         if self.package is not None:
             out["package"] = self.package.to_json()
         if self.description is not None:

@@ -96,6 +96,7 @@ def install_npm(
     *,
     env: Mapping[str, str],
     timeout: float = DEFAULT_INSTALL_TIMEOUT,
+    registry: str | None = None,
 ) -> Installed:
     """Install an npm package; see the module doc."""
     if not _NPM_NAME.fullmatch(coords.name):
@@ -118,7 +119,6 @@ def install_npm(
         "--cache",
         str(scratch / "npm-cache"),
     ]
-    registry = os.environ.get("TOOLPIN_NPM_REGISTRY")
     if registry:
         cmd += ["--registry", registry]
     cmd += ["--", spec]
@@ -176,6 +176,7 @@ def install_pypi(
     *,
     env: Mapping[str, str],
     timeout: float = DEFAULT_INSTALL_TIMEOUT,
+    index: str | None = None,
 ) -> Installed:
     """Install a PyPI package (wheels only); see the module doc."""
     if not _PYPI_NAME.fullmatch(coords.name):
@@ -200,7 +201,6 @@ def install_pypi(
         "--report",
         str(report),
     ]
-    index = os.environ.get("TOOLPIN_PYPI_URL")
     if index:
         cmd += ["--index-url", index.rstrip("/") + "/simple"]
     cmd += [spec]
@@ -236,7 +236,7 @@ _ENTRY: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\s*:\s*([A-Za-z_][A-Za-z0-
 def _console_script(target: Path, wanted: str) -> tuple[str, str]:
     scripts: dict[str, tuple[str, str]] = {}
     for info in target.glob("*.dist-info"):
-        dist = _normalise(info.name.rsplit("-", 1)[0])
+        dist = _normalise(info.name.removesuffix(".dist-info").rsplit("-", 1)[0])
         if dist != wanted:
             continue
         parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
@@ -265,10 +265,17 @@ def install(
     *,
     env: Mapping[str, str],
     timeout: float = DEFAULT_INSTALL_TIMEOUT,
+    environ: Mapping[str, str] | None = None,
 ) -> Installed:
-    """Install ``coords`` (npm or PyPI) into ``scratch``."""
+    """Install ``coords`` (npm or PyPI) into ``scratch``; registry URLs come from
+    ``TOOLPIN_NPM_REGISTRY`` / ``TOOLPIN_PYPI_URL`` in ``environ`` (default: ours)."""
+    where = os.environ if environ is None else environ
     if coords.ecosystem == "npm":
-        return install_npm(coords, scratch, env=env, timeout=timeout)
+        return install_npm(
+            coords, scratch, env=env, timeout=timeout, registry=where.get("TOOLPIN_NPM_REGISTRY")
+        )
     if coords.ecosystem == "pypi":
-        return install_pypi(coords, scratch, env=env, timeout=timeout)
+        return install_pypi(
+            coords, scratch, env=env, timeout=timeout, index=where.get("TOOLPIN_PYPI_URL")
+        )
     raise PackageError("no sandboxed runner for this kind of package")

@@ -8,8 +8,8 @@ An entry is the RFC 8785 form of::
       "observedAt": "2026-11-30T04:05:51Z",
       "protocol": {"era": "modern" | "handshake", "version": "2026-07-28" | null},
       "digests": {"surface", "tools", "prompts", "resources", "resourceTemplates",
-                  "instructions"},            # hex SHA-256; null = not offered / none
-      "counts": {"tools": 3, ...},             # per listing the server offered
+                  "instructions"},            # hex SHA-256; null = unknown / no instructions
+      "counts": {"tools": 3, ...},             # per listing observed (same names as digests)
       "serverInfo": {"name", "version"}?,      # self-reported, display only
       "previous": 12 | null,                   # this server's previous entry (continuity)
       "probeEnv": {"supplied": [...], "placeholders": [...]}?,   # variable names only
@@ -94,8 +94,8 @@ def observation_record(
         "source": candidate.source,
         "transport": candidate.transport,
     }
-    if candidate.url is not None:
-        server["url"] = clip(candidate.url, MAX_URL_CHARS)
+    if candidate.public_url is not None:
+        server["url"] = clip(candidate.public_url, MAX_URL_CHARS)
     package = observation.package or candidate.package
     if package is not None:
         server["package"] = {
@@ -114,7 +114,7 @@ def observation_record(
         "observedAt": observation.observed_at,
         "protocol": {"era": observation.era, "version": observation.protocol_version},
         "digests": digests,
-        "counts": dict(snap.counts()),
+        "counts": {_DIGEST_NAMES[x.kind]: len(x) for x in snap.listings()},
         "previous": previous,
         "blob": blob,
     }

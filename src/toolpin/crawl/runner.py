@@ -205,7 +205,11 @@ def _probe_stdio_candidate(
 
             assert candidate.package is not None
             installed = install(
-                candidate.package, scratch, env=sandbox_env(home), timeout=opts.install_timeout
+                candidate.package,
+                scratch,
+                env=sandbox_env(home),
+                timeout=opts.install_timeout,
+                environ=opts.environ,
             )
             argv, package = installed.argv, installed.package
             env = sandbox_env(home, extra=installed.env)

@@ -32,6 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from toolpin import __version__
 from toolpin.crawl.candidates import (
     MAX_NAME_CHARS,
     MAX_TEXT_CHARS,
@@ -60,6 +61,7 @@ REGISTRY_PAGE: Final = 100
 REGISTRY_MAX_PAGES: Final = 1000
 GITHUB_PAGES: Final = 3
 MAX_ANSWER_BYTES: Final = 8 << 20
+USER_AGENT: Final = f"toolpin-crawler/{__version__}"
 OFFICIAL_META: Final = "io.modelcontextprotocol.registry/official"
 RUNNABLE_PACKAGES: Final = frozenset({"npm", "pypi"})
 
@@ -189,6 +191,7 @@ def config_candidates(path: Path, environ: Mapping[str, str]) -> list[Candidate]
         if entry.kind == "remote":
             kind = entry.value.get("type") if isinstance(entry.value, dict) else None
             url = expand(entry.url, environ) if entry.url else None
+            written_url = entry.url
             skip = None
             if url is None:
                 skip = "the remote entry has no URL"
@@ -196,7 +199,7 @@ def config_candidates(path: Path, environ: Mapping[str, str]) -> list[Candidate]
                 skip = "legacy HTTP+SSE servers are not crawled"
             out.append(
                 Candidate(
-                    id=crawl_id("config-url", url or name),
+                    id=crawl_id("config-url", written_url or name),
                     name=name,
                     source="config",
                     transport="streamable-http",
@@ -527,7 +530,7 @@ def discover(
     registry_since: str | None = None,
     environ: Mapping[str, str] | None = None,
     timeout: float = 30.0,
-    user_agent: str = "toolpin-crawler",
+    user_agent: str = USER_AGENT,
     on_source: Callable[[SourceReport], None] | None = None,
 ) -> Discovery:
     """Run every requested source (in the order config, registry, npm, github)."""

@@ -27,6 +27,7 @@ import httpx2
 
 from toolpin import __version__
 from toolpin.core.canonical import parse_json
+from toolpin.crawl.sources import USER_AGENT
 from toolpin.crawl.ssrf import AddressPolicy, GuardedClient, GuardError
 from toolpin.errors import JSONError, ProbeError
 from toolpin.probe import ProbeResult
@@ -48,7 +49,6 @@ DEFAULT_TIMEOUT: Final = 20.0
 DISCOVER_TIMEOUT: Final = 10.0
 MAX_RESPONSE_BYTES: Final = 8 << 20
 MAX_SESSION_BYTES: Final = 32 << 20
-USER_AGENT: Final = f"toolpin-crawler/{__version__} (+https://github.com/toolpin/toolpin)"
 CLIENT_INFO: Final = {"name": "toolpin-crawler", "version": __version__}
 ACCEPT: Final = "application/json, text/event-stream"
 _FALLBACK_STATUSES: Final = frozenset({400, 404, 405, 406, 409, 415, 422, 501})
