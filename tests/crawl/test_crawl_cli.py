@@ -142,3 +142,17 @@ def test_the_cli_module_stays_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=60
     )
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_the_progress_display_runs(tmp_path: Path, log_key: LogKey) -> None:
+    from toolpin.cli.crawl import _with_progress
+    from toolpin.crawl.runner import CrawlOptions
+
+    options = CrawlOptions(
+        log_dir=tmp_path / "log",
+        signer=log_key.signer,
+        servers_config=_config(tmp_path, count=2),
+        optout_dirs=(),
+    )
+    summary = _with_progress(options)
+    assert summary.appended == 2

@@ -270,3 +270,15 @@ def test_entries_appended_elsewhere_keep_the_continuity_links(
     assert summary.appended == 1 and summary.log_size == 3
     records = independent_check(tmp_path / "log", log_key.vkey)
     assert records[2]["previous"] == 0
+
+
+def test_limit_applies_after_opt_out(
+    tmp_path: Path, log_key: LogKey, servers: dict[str, Path]
+) -> None:
+    config = _config(tmp_path, servers, sdk=False)
+    (tmp_path / "log").mkdir()
+    (tmp_path / "log" / "OPTOUT.txt").write_text("alpha\n")
+    summary = crawl(_options(tmp_path, log_key, config, limit=1))
+    assert [r.candidate.name for r in summary.results] == ["beta"]
+    assert summary.to_json()["candidates"] == 3  # all found, before opt-out and limit
+    assert summary.opted_out == 1

@@ -116,6 +116,7 @@ class CrawlSummary:
     ran_at: str
     duration_s: float
     candidates: int
+    """Every candidate found, before opt-out and ``--limit``."""
     opted_out: int
     results: tuple[ServerResult, ...]
     log_size: int
@@ -278,7 +279,8 @@ def probe_all(
 
 def _select(
     opts: CrawlOptions, state: CrawlState, progress: Callable[[CrawlEvent], None] | None
-) -> tuple[Discovery, list[Candidate], list[Candidate]]:
+) -> tuple[Discovery, list[Candidate], list[Candidate], int]:
+    """``(discovery, to probe, opted out, all candidates found)``."""
     since = None if opts.full else state.get_meta("registry_updated_since")
 
     def on_source(report: SourceReport) -> None:
@@ -305,7 +307,7 @@ def _select(
     kept, dropped = apply_optout(candidates, load_optout(directories))
     if opts.limit is not None:
         kept = kept[: opts.limit]
-    return found, kept, dropped
+    return found, kept, dropped, len(candidates)
 
 
 def crawl(opts: CrawlOptions, progress: Callable[[CrawlEvent], None] | None = None) -> CrawlSummary:
@@ -352,7 +354,7 @@ def _crawl_locked(
         with state.transaction():
             state.bind_origin(opts.signer.name)
         replayed = reconcile(state, log)
-        found, candidates, dropped = _select(opts, state, progress)
+        found, candidates, dropped, total = _select(opts, state, progress)
         if progress is not None:
             progress(CrawlEvent("start", 0, len(candidates)))
         outcomes = probe_all(candidates, opts, progress)
@@ -395,7 +397,7 @@ def _crawl_locked(
         summary = CrawlSummary(
             ran_at=ran_at,
             duration_s=time.monotonic() - started,
-            candidates=len(candidates) + len(dropped),
+            candidates=total,
             opted_out=len(dropped),
             results=tuple(results),
             log_size=size,
