@@ -1,0 +1,350 @@
+"""The SSRF guard for crawling Streamable HTTP servers found in public listings.
+
+A URL from a registry is attacker-controlled. Before any byte is sent:
+
+* the URL must be ``http`` or ``https``, with a host, and without credentials
+  (``user:pass@``);
+* the host is resolved **at connect time, inside the HTTP stack** (a custom
+  ``httpcore2`` network backend), every address it resolves to is checked, and the TCP
+  connection is made to the checked address itself, so there is no window between the
+  check and the connect for DNS rebinding. TLS still verifies the certificate against the
+  host name (SNI and ``Host`` are unchanged);
+* redirects are followed by hand, at most :data:`MAX_REDIRECTS`, and each target goes
+  through the same checks (and its own resolution);
+* environment proxies are ignored (a proxy would connect on our behalf, unchecked).
+
+Refused addresses (:func:`address_refusal`): loopback, private (RFC 1918), CGNAT
+(100.64/10), IPv6 unique-local (fc00::/7), link-local (169.254/16 including the cloud
+metadata address 169.254.169.254, fe80::/10), multicast, unspecified (0.0.0.0/8, ::),
+IPv4 embedded in IPv6 (mapped ``::ffff:a.b.c.d``, 6to4, NAT64) when the IPv4 address is
+refused, and everything else that is not globally routable (documentation, benchmarking,
+reserved ranges). ``allow_private`` (``--allow-private``) admits loopback, private, CGNAT,
+unique-local and reserved ranges, for crawling a lab network or tests; link-local
+(metadata), multicast and unspecified addresses stay refused even then.
+``allowed_networks`` admits exactly the networks listed.
+
+Hand-written because no chosen library offers a connect-time address check; ``httpx2``
+provides the HTTP, this module only the backend that decides where a socket may go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import socket
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+import httpcore2
+import httpx2
+
+from toolpin.errors import ProbeError
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+SocketOption = (
+    tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
+)
+
+MAX_REDIRECTS: Final = 3
+MAX_URL_CHARS: Final = 2048
+REDIRECT_STATUSES: Final = frozenset({301, 302, 307, 308})
+
+_METADATA: Final = (
+    ipaddress.ip_address("169.254.169.254"),
+    ipaddress.ip_address("fd00:ec2::254"),
+)
+_CGNAT: Final = ipaddress.ip_network("100.64.0.0/10")
+_THIS_NETWORK: Final = ipaddress.ip_network("0.0.0.0/8")
+_NAT64: Final = ipaddress.ip_network("64:ff9b::/96")
+_ALWAYS_REFUSED: Final = frozenset({"link-local", "cloud metadata", "multicast", "unspecified"})
+
+
+class GuardError(ProbeError):
+    """The SSRF guard refused a URL or an address (fixed text; no server text)."""
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    teredo = address.teredo
+    if teredo is not None:
+        return teredo[1]
+    return None
+
+
+def address_class(address: IPAddress) -> str | None:
+    """Why an address is not a public one (``"loopback"``, ``"private"``...), or ``None``."""
+    if address in _METADATA:
+        return "cloud metadata"
+    if isinstance(address, ipaddress.IPv6Address):
+        inner = _embedded_ipv4(address)
+        if inner is not None:
+            reason = address_class(inner)
+            return f"IPv4-embedded {reason}" if reason else None
+        if address.is_unspecified:
+            return "unspecified"
+        if address.is_loopback:
+            return "loopback"
+        if address.is_link_local:
+            return "link-local"
+        if address.is_multicast:
+            return "multicast"
+        if address in ipaddress.ip_network("fc00::/7"):
+            return "unique-local"
+        return None if address.is_global else "reserved"
+    if address in _THIS_NETWORK or address.is_unspecified:
+        return "unspecified"
+    if address.is_loopback:
+        return "loopback"
+    if address.is_link_local:
+        return "link-local"
+    if address.is_multicast:
+        return "multicast"
+    if address in _CGNAT:
+        return "CGNAT"
+    if address.is_private:
+        return "private" if _rfc1918(address) else "reserved"
+    return None if address.is_global else "reserved"
+
+
+def _rfc1918(address: ipaddress.IPv4Address) -> bool:
+    return any(
+        address in ipaddress.ip_network(net)
+        for net in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+    )
+
+
+@dataclass(frozen=True)
+class AddressPolicy:
+    """Which addresses the crawler may connect to."""
+
+    allow_private: bool = False
+    allowed_networks: tuple[IPNetwork, ...] = ()
+
+    def refusal(self, address: IPAddress) -> str | None:
+        """Why ``address`` is refused (fixed text), or ``None`` when it is allowed."""
+        if any(address.version == net.version and address in net for net in self.allowed_networks):
+            return None
+        reason = address_class(address)
+        if reason is None:
+            return None
+        base = reason.removeprefix("IPv4-embedded ")
+        if self.allow_private and base not in _ALWAYS_REFUSED:
+            return None
+        return f"a {reason} address"
+
+
+def check_url(url: str | httpx2.URL) -> httpx2.URL:
+    """Parse and check a URL's form (scheme, host, no credentials). Raises GuardError."""
+    text = str(url)
+    if len(text) > MAX_URL_CHARS:
+        raise GuardError(f"the URL is longer than {MAX_URL_CHARS} characters")
+    try:
+        parsed = httpx2.URL(text)
+    except (httpx2.InvalidURL, ValueError, TypeError):
+        raise GuardError("the URL cannot be parsed") from None
+    if parsed.scheme not in ("http", "https"):
+        raise GuardError("only http and https URLs are crawled")
+    if parsed.userinfo:
+        raise GuardError("the URL carries credentials; refused")
+    if not parsed.host:
+        raise GuardError("the URL has no host")
+    return parsed
+
+
+def resolve_checked(host: str, port: int, policy: AddressPolicy) -> str:
+    """Resolve ``host`` and return an address to connect to; every address it resolves
+    to must pass ``policy`` (one refused address refuses the host)."""
+    literal = host.strip("[]")
+    try:
+        addresses: list[IPAddress] = [ipaddress.ip_address(literal)]
+    except ValueError:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            raise GuardError("the host name does not resolve") from None
+        addresses = []
+        for info in infos:
+            raw = str(info[4][0]).split("%", 1)[0]
+            with contextlib.suppress(ValueError):
+                ip = ipaddress.ip_address(raw)
+                if ip not in addresses:
+                    addresses.append(ip)
+    if not addresses:
+        raise GuardError("the host name does not resolve")
+    for ip in addresses:
+        reason = policy.refusal(ip)
+        if reason is not None:
+            raise GuardError(
+                f"refused to connect to {reason} (SSRF guard)",
+                advice="Pass --allow-private to crawl servers on a private network.",
+            )
+    return str(addresses[0])
+
+
+class GuardedBackend(httpcore2.SyncBackend):
+    """A network backend that connects only to addresses the policy allows."""
+
+    def __init__(self, policy: AddressPolicy) -> None:
+        self.policy = policy
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> httpcore2.NetworkStream:
+        address = resolve_checked(host, port, self.policy)
+        return super().connect_tcp(address, port, timeout, local_address, socket_options)
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> httpcore2.NetworkStream:  # pragma: no cover - never configured
+        raise GuardError("unix sockets are not crawled")
+
+
+class _Stream(httpx2.SyncByteStream):
+    def __init__(self, inner: Iterable[bytes], request: httpx2.Request) -> None:
+        self._inner = inner
+        self._request = request
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _mapped(self._request):
+            yield from self._inner
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if close is not None:
+            close()
+
+
+@contextlib.contextmanager
+def _mapped(request: httpx2.Request) -> Iterator[None]:
+    try:
+        yield
+    except httpcore2.TimeoutException as exc:
+        raise httpx2.TimeoutException(str(exc) or "timed out", request=request) from None
+    except httpcore2.ConnectError as exc:
+        raise httpx2.ConnectError(str(exc) or "cannot connect", request=request) from None
+    except (httpcore2.NetworkError, httpcore2.ProtocolError, httpcore2.UnsupportedProtocol) as exc:
+        raise httpx2.TransportError(str(exc) or type(exc).__name__, request=request) from None
+
+
+class GuardedTransport(httpx2.BaseTransport):
+    """An ``httpx2`` transport over a connection pool with :class:`GuardedBackend`."""
+
+    def __init__(self, policy: AddressPolicy, *, verify: bool = True) -> None:
+        self._pool = httpcore2.ConnectionPool(
+            ssl_context=httpx2.create_ssl_context(verify=verify, trust_env=False),
+            max_connections=4,
+            network_backend=GuardedBackend(policy),
+        )
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        assert isinstance(request.stream, httpx2.SyncByteStream)
+        core_request = httpcore2.Request(
+            method=request.method,
+            url=httpcore2.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _mapped(request):
+            response = self._pool.handle_request(core_request)
+        assert isinstance(response.stream, Iterable)
+        return httpx2.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_Stream(response.stream, request),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class GuardedClient:
+    """An ``httpx2.Client`` that goes through the guard and follows redirects by hand."""
+
+    def __init__(
+        self,
+        policy: AddressPolicy,
+        *,
+        timeout: float,
+        user_agent: str,
+        verify: bool = True,
+        max_redirects: int = MAX_REDIRECTS,
+    ) -> None:
+        self.max_redirects = max_redirects
+        self._client = httpx2.Client(
+            transport=GuardedTransport(policy, verify=verify),
+            timeout=timeout,
+            follow_redirects=False,
+            trust_env=False,
+            headers={"User-Agent": user_agent},
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> GuardedClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def stream(
+        self,
+        method: str,
+        url: str | httpx2.URL,
+        *,
+        headers: Mapping[str, str],
+        content: bytes | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[httpx2.Response]:
+        """Send a request (re-sent as is to each redirect target, at most
+        ``max_redirects``); yields the final response, streaming. ``response.url`` is
+        the URL that answered."""
+        target = check_url(url)
+        hops = 0
+        while True:
+            request = self._client.build_request(
+                method,
+                target,
+                headers=dict(headers),
+                content=content,
+                timeout=timeout if timeout is not None else httpx2.USE_CLIENT_DEFAULT,
+            )
+            response = self._client.send(request, stream=True)
+            try:
+                location = response.headers.get("location")
+                if response.status_code in REDIRECT_STATUSES and location:
+                    hops += 1
+                    if hops > self.max_redirects:
+                        raise GuardError(f"more than {self.max_redirects} redirects")
+                    try:
+                        target = check_url(target.join(location))
+                    except (httpx2.InvalidURL, ValueError):
+                        raise GuardError("a redirect to a URL that cannot be parsed") from None
+                    continue
+                yield response
+                return
+            finally:
+                response.close()

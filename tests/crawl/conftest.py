@@ -1,0 +1,38 @@
+"""Fixtures for the crawler tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from crawl_helpers import ORIGIN, FakeAPI
+
+from toolpin.publog.keys import generate_key, load_signer
+from toolpin.publog.note import Signer
+
+
+@dataclass(frozen=True)
+class LogKey:
+    path: Path
+    vkey: str
+    signer: Signer
+
+
+@pytest.fixture
+def log_key(tmp_path: Path) -> LogKey:
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    path = keys / "log.key"
+    vkey = generate_key(ORIGIN, path)
+    return LogKey(path, vkey, load_signer(path))
+
+
+@pytest.fixture
+def fake_api() -> Iterator[FakeAPI]:
+    api = FakeAPI().start()
+    try:
+        yield api
+    finally:
+        api.stop()

@@ -1,0 +1,158 @@
+"""``toolpin log crawl`` from the command line: output, exit codes, concurrent crawls."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import LogKey
+from crawl_helpers import SRC, independent_check, stub_argv, tool, write_config, write_spec
+
+from toolpin.cli import _register_commands, cli
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC)
+    return env
+
+
+def _config(tmp_path: Path, count: int = 3) -> Path:
+    specs = tmp_path / "specs"
+    specs.mkdir(exist_ok=True)
+    servers = {
+        f"s{i}": stub_argv(write_spec(specs / f"s{i}.json", name=f"s{i}", tools=[tool(f"t{i}")]))
+        for i in range(count)
+    }
+    return write_config(tmp_path / "servers.json", servers)
+
+
+def test_crawl_prints_a_json_summary_and_the_log_verifies(tmp_path: Path, log_key: LogKey) -> None:
+    _register_commands()
+    config = _config(tmp_path)
+    log_dir = tmp_path / "log"
+    args = ["log", "crawl", "--log", str(log_dir), "--key", str(log_key.path)]
+    result = CliRunner().invoke(cli, [*args, "--servers", str(config), "--concurrency", "2"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["new"] == 3 and summary["log_size"] == 3 and summary["failed"] == 0
+    assert set(summary) >= {"candidates", "probed", "failed", "new", "changed", "log_size"}
+    assert "duration_s" in summary and summary["sources"]["config"]["candidates"] == 3
+
+    verify_args = ["log", "verify", "--log", str(log_dir), "--vkey", log_key.vkey]
+    verify = CliRunner().invoke(cli, verify_args)
+    assert verify.exit_code == 0, verify.output
+    assert verify.output.startswith("ok:")
+
+    again = CliRunner().invoke(cli, [*args, "--servers", str(config)])
+    assert json.loads(again.stdout)["appended"] == 0
+
+
+def test_usage_errors_exit_2(tmp_path: Path, log_key: LogKey) -> None:
+    base = [sys.executable, "-m", "toolpin", "log", "crawl", "--log", str(tmp_path / "log")]
+    cases = [
+        (["--key", str(log_key.path), "--source", "config"], "--servers"),
+        (["--key", str(tmp_path / "missing.key"), "--servers", str(_config(tmp_path))], "key"),
+        (["--key", str(log_key.path), "--servers", str(tmp_path / "nope.json")], "nope.json"),
+        (["--key", str(log_key.path), "--source", "ftp"], "ftp"),
+    ]
+    for extra, word in cases:
+        done = subprocess.run(
+            [*base, *extra], capture_output=True, text=True, env=_env(), timeout=60
+        )
+        assert done.returncode == 2, (extra, done.stderr)
+        assert word in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_concurrent_crawls_of_one_log_are_serialised(tmp_path: Path, log_key: LogKey) -> None:
+    config = _config(tmp_path, count=4)
+    log_dir = tmp_path / "log"
+    cmd = [
+        sys.executable,
+        "-m",
+        "toolpin",
+        "log",
+        "crawl",
+        "--log",
+        str(log_dir),
+        "--key",
+        str(log_key.path),
+        "--servers",
+        str(config),
+    ]
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outputs]
+    summaries = sorted((json.loads(o[0]) for o in outputs), key=lambda s: s["appended"])
+    # One crawl logged the four servers; the other ran after it and found nothing new.
+    assert [s["appended"] for s in summaries] == [0, 4]
+    assert summaries[0]["unchanged"] == 4
+    records = independent_check(log_dir, log_key.vkey)
+    assert sorted(r["server"]["name"] for r in records) == ["s0", "s1", "s2", "s3"]
+
+
+def test_a_crawl_that_cannot_get_the_lock_refuses(tmp_path: Path, log_key: LogKey) -> None:
+    from filelock import FileLock
+
+    from toolpin.crawl.runner import crawl_lock_path
+
+    config = _config(tmp_path, count=1)
+    log_dir = tmp_path / "log"
+    with FileLock(str(crawl_lock_path(log_dir))):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "toolpin",
+                "log",
+                "crawl",
+                "--log",
+                str(log_dir),
+                "--key",
+                str(log_key.path),
+                "--servers",
+                str(config),
+                "--wait",
+                "0.2",
+            ],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=60,
+        )
+    assert done.returncode == 2
+    assert "another crawl" in done.stderr
+
+
+def test_the_cli_module_stays_light() -> None:
+    code = (
+        "import sys, toolpin.cli.crawl; "
+        "heavy = [m for m in ('httpx2', 'rich', 'mcp', 'cryptography', 'toolpin.crawl.runner',"
+        " 'sqlite3', 'httpcore2') if m in sys.modules]; print(heavy)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=60
+    )
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_the_progress_display_runs(tmp_path: Path, log_key: LogKey) -> None:
+    from toolpin.cli.crawl import _with_progress
+    from toolpin.crawl.runner import CrawlOptions
+
+    options = CrawlOptions(
+        log_dir=tmp_path / "log",
+        signer=log_key.signer,
+        servers_config=_config(tmp_path, count=2),
+        optout_dirs=(),
+    )
+    summary = _with_progress(options)
+    assert summary.appended == 2
