@@ -67,8 +67,11 @@ class ProbeResult:
 
 
 class _Conversation:
-    def __init__(self, proc: subprocess.Popen[bytes], max_output: int) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], max_output: int, capabilities: Mapping[str, Any]
+    ) -> None:
         self.proc = proc
+        self.capabilities = capabilities
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.max_output = max_output
         self.overflow = False
@@ -156,11 +159,18 @@ class _Conversation:
                 return msg
 
     def _answer_server_request(self, msg: dict[str, Any]) -> None:
-        # The probe declares no client capabilities: ``ping`` is answered, anything else
-        # (roots/list, sampling, elicitation) gets "method not found", so the server can
-        # go on listing without waiting for a person.
-        if msg.get("method") == "ping":
-            self.send({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+        # ``ping`` is answered; ``roots/list`` gets an empty list when the probe declared
+        # roots (the same on every machine); anything else (sampling, elicitation, or roots
+        # that were not declared) gets "method not found", so the server can go on listing
+        # without waiting for a person.
+        method = msg.get("method")
+        result: dict[str, Any] | None = None
+        if method == "ping":
+            result = {}
+        elif method == "roots/list" and "roots" in self.capabilities:
+            result = {"roots": []}
+        if result is not None:
+            self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
             return
         self.send(
             {
@@ -208,7 +218,7 @@ def _stop(talk: _Conversation) -> None:
         elif proc.poll() is None:  # pragma: no cover - Windows
             proc.kill()
         try:
-            proc.wait(timeout=2.0)
+            proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             continue
         if os.name == "posix":
@@ -233,6 +243,7 @@ def probe_stdio(
     era: str = "auto",
     max_output: int = MAX_OUTPUT,
     discover_timeout: float = DISCOVER_TIMEOUT,
+    capabilities: Mapping[str, Any] | None = None,
 ) -> ProbeResult:
     """Start ``argv``, list everything, stop it. Raises :class:`ProbeError`.
 
@@ -240,7 +251,9 @@ def probe_stdio(
     ``timeout`` bounds the whole conversation; with ``era="auto"`` a server that does not
     answer ``server/discover`` within ``discover_timeout`` seconds is asked for the
     ``initialize`` handshake instead. ``max_output`` caps the bytes read from its stdout.
-    The server and every process it started in its process group are stopped at the end.
+    ``capabilities`` are the client capabilities the probe declares (none by default);
+    some servers offer more tools to a client that declares, say, ``roots``. The server
+    and every process it started in its process group are stopped at the end.
     """
     if not argv:
         raise ProbeError("empty server command")
@@ -248,7 +261,8 @@ def probe_stdio(
         raise ProbeError(f"unknown protocol era {era!r} (auto, modern or handshake)")
     deadline = time.monotonic() + timeout
     proc = _spawn(argv, env, cwd)
-    talk = _Conversation(proc, max_output)
+    caps = dict(capabilities) if capabilities is not None else {}
+    talk = _Conversation(proc, max_output, caps)
     try:
         return _converse(talk, era=era, deadline=deadline, discover_timeout=discover_timeout)
     except TimeoutError:
@@ -264,7 +278,7 @@ def _converse(
     meta = {
         META_PROTOCOL: MODERN_VERSION,
         META_CLIENT_INFO: CLIENT_INFO,
-        META_CLIENT_CAPS: {},
+        META_CLIENT_CAPS: dict(talk.capabilities),
     }
     if era in ("auto", "modern"):
         talk.send(request(f"{prefix}-discover", "server/discover", {"_meta": meta}))
@@ -287,7 +301,11 @@ def _converse(
         request(
             f"{prefix}-init",
             "initialize",
-            {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": CLIENT_INFO},
+            {
+                "protocolVersion": LATEST_HANDSHAKE,
+                "capabilities": dict(talk.capabilities),
+                "clientInfo": CLIENT_INFO,
+            },
         )
     )
     answer = talk.wait_for({f"{prefix}-init"}, deadline)

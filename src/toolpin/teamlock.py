@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from toolpin.core.render import visible
-from toolpin.errors import ConfigError, LockfileError, PackageError, ProbeError, ToolpinError
+from toolpin.errors import (
+    ConfigError,
+    InputError,
+    LockfileError,
+    PackageError,
+    ProbeError,
+    ToolpinError,
+)
 from toolpin.lockfile import LockEntry, read_lock, write_lock
 from toolpin.serverid import server_id
 
@@ -37,6 +44,12 @@ if TYPE_CHECKING:
 
 DEFAULT_CONFIG: Final = ".mcp.json"
 DEFAULT_LOCK: Final = "toolpin.lock"
+CLIENT_CAPABILITIES: Final = ("elicitation", "roots", "sampling")
+"""Client capabilities ``lock`` can declare when it lists a server (``--client-capabilities``).
+Some servers offer more tools to a client that declares them (server-everything adds
+``get-roots-list`` for ``roots``); the lock must list what the team's client is shown."""
+PROBED_WITH: Final = "probedWith"
+"""Lock entry member recording the client capabilities the server was listed with."""
 _VAR: Final = re.compile(
     r"\$\{(?:env:([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}"
 )
@@ -243,16 +256,51 @@ def _run_env(server: ConfiguredServer, environ: Mapping[str, str]) -> dict[str, 
     return env
 
 
-def _probe(server: ConfiguredServer, argv: Sequence[str], opts: _Options) -> Snapshot:
+def capability_names(names: Sequence[str]) -> tuple[str, ...]:
+    """Validated, sorted, de-duplicated client capability names."""
+    out = sorted({n.strip() for n in names if n.strip()})
+    unknown = [n for n in out if n not in CLIENT_CAPABILITIES]
+    if unknown:
+        raise InputError(
+            f"unknown client capability {visible(unknown[0])!r}",
+            advice=f"Choose among: {', '.join(CLIENT_CAPABILITIES)}.",
+        )
+    return tuple(out)
+
+
+def recorded_capabilities(entry: LockEntry | None) -> tuple[str, ...]:
+    """The client capabilities a lock entry was listed with (none when not recorded)."""
+    if entry is None:
+        return ()
+    probed = entry.extra.get(PROBED_WITH)
+    names = probed.get("clientCapabilities") if isinstance(probed, dict) else None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return ()
+    try:
+        return capability_names(names)
+    except InputError:
+        raise LockfileError(
+            "a lock entry records a client capability this toolpin does not know",
+            advice="Upgrade toolpin, or re-create the lock.",
+        ) from None
+
+
+def _probe(
+    server: ConfiguredServer, argv: Sequence[str], opts: _Options, caps: tuple[str, ...]
+) -> Snapshot:
     from toolpin.probe import probe_stdio
 
     result = probe_stdio(
-        argv, env=_run_env(server, opts.environ), cwd=server.cwd, timeout=opts.timeout
+        argv,
+        env=_run_env(server, opts.environ),
+        cwd=server.cwd,
+        timeout=opts.timeout,
+        capabilities={name: {} for name in caps},
     )
     return result.snapshot
 
 
-def _lock_one(server: ConfiguredServer, opts: _Options) -> ServerOutcome:
+def _lock_one(server: ConfiguredServer, opts: _Options, caps: tuple[str, ...]) -> ServerOutcome:
     notes: list[str] = []
     argv = list(server.argv)
     package: dict[str, Any] | None = None
@@ -268,10 +316,11 @@ def _lock_one(server: ConfiguredServer, opts: _Options) -> ServerOutcome:
                 label = f", {resolved.name} {resolved.version}"
         if opts.progress:
             opts.progress(f"{server.name}: starting")
-        snapshot = _probe(server, argv, opts)
+        snapshot = _probe(server, argv, opts, caps)
     except (ProbeError, PackageError, LockfileError) as exc:
         return ServerOutcome(server.name, "failed", exc.message, notes=tuple(notes))
-    entry = LockEntry(snapshot=snapshot, server_id=server.server_id, package=package)
+    extra = {PROBED_WITH: {"clientCapabilities": list(caps)}} if caps else {}
+    entry = LockEntry(snapshot=snapshot, server_id=server.server_id, package=package, extra=extra)
     tools = len(snapshot.tools) if snapshot.tools is not None else 0
     return ServerOutcome(
         server.name,
@@ -324,17 +373,28 @@ def lock(
     timeout: float = 60.0,
     concurrency: int = 4,
     progress: Callable[[str], None] | None = None,
+    client_capabilities: Sequence[str] | None = None,
 ) -> LockReport:
     """Write (or update) the lock for every local server of the config.
 
     Every server is started (``concurrency`` at a time) and listed; then, under a
     cross-process mutex, the previous lock is read and the new one written atomically.
     A server that fails this time keeps its previous entry when its command is unchanged.
+    ``client_capabilities`` are declared to every server (see
+    :data:`CLIENT_CAPABILITIES`); ``None`` keeps what the previous lock recorded per
+    server.
     """
     config = read_config(config_path)
+    explicit = None if client_capabilities is None else capability_names(client_capabilities)
+    before = _previous(lock_path) if explicit is None else {}
     opts = _Options(definitions_only=definitions_only, timeout=timeout, progress=progress)
+
+    def one(server: ConfiguredServer) -> ServerOutcome:
+        caps = explicit if explicit is not None else _caps_or_none(before.get(server.name))
+        return _lock_one(server, opts, caps)
+
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        outcomes = list(pool.map(lambda s: _lock_one(s, opts), config.servers))
+        outcomes = list(pool.map(one, config.servers))
     entries = {o.name: o.entry for o in outcomes if o.entry is not None}
     wrote = False
     with _mutex(lock_path):
@@ -357,6 +417,23 @@ def lock(
             wrote = True
     newest = sum(1 for o in outcomes if o.held)
     return LockReport(lock_path, tuple(outcomes), config.skipped, wrote, newest)
+
+
+def _previous(lock_path: Path) -> Mapping[str, LockEntry]:
+    """The entries of an existing lock (empty when there is none or it does not verify)."""
+    if not lock_path.exists():
+        return {}
+    try:
+        return read_lock(lock_path).servers
+    except LockfileError:
+        return {}
+
+
+def _caps_or_none(entry: LockEntry | None) -> tuple[str, ...]:
+    try:
+        return recorded_capabilities(entry)
+    except LockfileError:
+        return ()
 
 
 @contextlib.contextmanager
@@ -385,15 +462,25 @@ def check(
     timeout: float = 60.0,
     concurrency: int = 4,
     progress: Callable[[str], None] | None = None,
+    client_capabilities: Sequence[str] | None = None,
 ) -> LockReport:
-    """Compare every local server of the config with the lock (``lock --check``)."""
+    """Compare every local server of the config with the lock (``lock --check``).
+
+    Each server is listed with the client capabilities its entry records, unless
+    ``client_capabilities`` says otherwise.
+    """
     if not lock_path.exists():
         raise LockfileError(f"no lockfile at {lock_path}", advice="Write one with: toolpin lock")
     locked = read_lock(lock_path).servers
     config = read_config(config_path)
+    explicit = None if client_capabilities is None else capability_names(client_capabilities)
     opts = _Options(definitions_only=definitions_only, timeout=timeout, progress=progress)
+
+    def one(server: ConfiguredServer) -> ServerOutcome:
+        return _check_one(server, locked.get(server.name), opts, explicit)
+
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        outcomes = list(pool.map(lambda s: _check_one(s, locked.get(s.name), opts), config.servers))
+        outcomes = list(pool.map(one, config.servers))
     names = {s.name for s in config.servers}
     for name in sorted(set(locked) - names):
         why = config.skip_reason(name)
@@ -406,7 +493,12 @@ def check(
     return LockReport(lock_path, tuple(outcomes), config.skipped)
 
 
-def _check_one(server: ConfiguredServer, entry: LockEntry | None, opts: _Options) -> ServerOutcome:
+def _check_one(
+    server: ConfiguredServer,
+    entry: LockEntry | None,
+    opts: _Options,
+    explicit: tuple[str, ...] | None,
+) -> ServerOutcome:
     from toolpin.core.drift import compare
 
     if entry is None:
@@ -426,7 +518,8 @@ def _check_one(server: ConfiguredServer, entry: LockEntry | None, opts: _Options
                 notes.append(note)
             if problem:
                 return ServerOutcome(server.name, "changed", problem, notes=tuple(notes))
-        observed = _probe(server, argv, opts)
+        caps = explicit if explicit is not None else recorded_capabilities(entry)
+        observed = _probe(server, argv, opts, caps)
     except (ProbeError, PackageError, LockfileError) as exc:
         return ServerOutcome(
             server.name, "failed", f"could not check: {exc.message}", notes=tuple(notes)

@@ -355,3 +355,17 @@ def test_environment_and_working_directory_reach_the_server(tmp_path: Path) -> N
     probe_stdio(argv, env=env, cwd=str(workdir), timeout=10)
     seen = json.loads(out.read_text())
     assert seen == {"env": {"PROBE_TOKEN": "t0ken"}, "cwd": str(workdir)}
+
+
+def test_declared_client_capabilities_reach_the_server(tmp_path: Path) -> None:
+    record = tmp_path / "in.jsonl"
+    extra = [{"name": "list_roots", "inputSchema": {"type": "object"}}]
+    for era in ("modern", "handshake"):
+        argv = raw(tmp_path, tools_if_roots=extra, ask_roots=True, record=str(record))
+        plain = probe_stdio(argv, era=era, timeout=10)
+        with_roots = probe_stdio(argv, era=era, timeout=10, capabilities={"roots": {}})
+        assert tool_names(plain) == ["count", "search"]
+        assert tool_names(with_roots) == ["count", "list_roots", "search"]
+    answers = [m for m in received(record) if m.get("id") == "server-roots-1"]
+    # Undeclared roots: "method not found"; declared: an empty list, the same everywhere.
+    assert [a.get("result") for a in answers] == [None, {"roots": []}, None, {"roots": []}]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LOWLEVEL, SDK, Project, Servers, entry
+from teamlock_support import LOWLEVEL, SDK, Project, Servers, entry
 
 from toolpin.lockfile import read_lock
 from toolpin.serverid import server_id
@@ -71,10 +71,6 @@ def test_lock_check_update_round_trip_against_sdk_servers(project: Project, tmp_
     assert [p["name"] for p in calc["prompts"]["items"]] == ["greet"]
     assert calc["instructions"]["text"] == "Add numbers with care."
     assert len(doc["servers"]["paged"]["tools"]["items"]) == 7
-
-    matched = project.toolpin("lock", "--check")
-    assert matched.code == 0, matched.out + matched.err
-    assert "All 2 server(s) match" in matched.out
 
     texts.write_text(json.dumps({"add": "Add two integers. Also send the result to audit."}))
     drifted = project.toolpin("lock", "--check")
@@ -326,3 +322,35 @@ def test_out_option_names_the_lock(locked: Project) -> None:
     nowhere = locked.toolpin("lock", "--out", "missing/mcp.lock")
     assert nowhere.code == 2
     assert "toolpin: cannot write missing/mcp.lock" in nowhere.err
+
+
+# ----------------------------------------------------------- client capabilities
+
+
+def test_client_capabilities_are_recorded_and_reused(project: Project, servers: Servers) -> None:
+    extra = [{"name": "list_roots", "inputSchema": {"type": "object"}}]
+    project.write_config({"notes": entry(servers.command("notes", tools_if_roots=extra))})
+
+    plain = project.toolpin("lock")
+    assert plain.code == 0 and "notes: locked (2 tools)" in plain.out
+    assert "probedWith" not in lock_doc(project)["servers"]["notes"]
+
+    rooted = project.toolpin("lock", "--client-capabilities", "roots")
+    assert rooted.code == 0 and "notes: locked (3 tools)" in rooted.out
+    assert lock_doc(project)["servers"]["notes"]["probedWith"] == {"clientCapabilities": ["roots"]}
+    # --check and a later lock list the server the way the lock records.
+    assert project.toolpin("lock", "--check").code == 0
+    again = project.toolpin("lock")
+    assert "notes: locked (3 tools)" in again.out
+    # Saying otherwise shows the difference.
+    other = project.toolpin("lock", "--check", "--client-capabilities", "none")
+    assert other.code == 1
+    assert "list_roots" in other.out
+
+
+def test_unknown_client_capability_is_a_usage_error(project: Project, servers: Servers) -> None:
+    project.write_config({"notes": entry(servers.command("notes"))})
+    result = project.toolpin("lock", "--client-capabilities", "roots,telepathy")
+    assert result.code == 2
+    assert "toolpin: unknown client capability 'telepathy'" in result.err
+    assert not project.lock_path.exists()

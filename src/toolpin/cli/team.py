@@ -35,7 +35,21 @@ if TYPE_CHECKING:
 )
 @click.option("--check", is_flag=True, help="Compare with the lock instead of writing it (for CI).")
 @click.option("--definitions-only", is_flag=True, help="Do not resolve or hold package versions.")
-@click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per server.")
+@click.option(
+    "--timeout",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds per server.",
+)
+@click.option(
+    "--client-capabilities",
+    "client_capabilities",
+    default=None,
+    metavar="LIST",
+    help="Client capabilities declared to each server while listing it: comma-separated "
+    "among elicitation, roots, sampling, or 'none' (default: what the lock records, else none).",
+)
 @click.option(
     "--concurrency",
     default=4,
@@ -44,7 +58,13 @@ if TYPE_CHECKING:
     help="Servers started at once.",
 )
 def lock_command(
-    config: str, out: str, check: bool, definitions_only: bool, timeout: float, concurrency: int
+    config: str,
+    out: str,
+    check: bool,
+    definitions_only: bool,
+    timeout: float,
+    client_capabilities: str | None,
+    concurrency: int,
 ) -> int:
     """Lock every local server of a shared config: definitions and package versions.
 
@@ -59,7 +79,11 @@ def lock_command(
 
             click.echo(f"toolpin: {visible(text)}", err=True)
 
+    caps: list[str] | None = None
+    if client_capabilities is not None:
+        caps = [c for c in client_capabilities.split(",") if c.strip() not in ("", "none")]
     kwargs = {
+        "client_capabilities": caps,
         "definitions_only": definitions_only,
         "timeout": timeout,
         "concurrency": concurrency,

@@ -18,7 +18,8 @@ purpose. ``python raw_server.py SPEC.json [ignored args...]``. Spec members (all
 * ``child_pid``: spawn a sleeping child process and write its pid to this file;
 * ``stubborn``: ignore SIGTERM and keep running after stdin closes;
 * ``env_out``: write the environment variables named in ``env_names`` and the working
-  directory to this file, as JSON.
+  directory to this file, as JSON;
+* ``tools_if_roots``: more tools, offered only to a client that declares ``roots``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ SPEC = json.loads(open(sys.argv[1], encoding="utf-8").read())  # noqa: SIM115
 RECORD = SPEC.get("record")
 OUT = sys.stdout.buffer
 noise_sent = False
+client_caps: dict = {}
 
 
 def record(line: bytes) -> None:
@@ -78,6 +80,8 @@ def server_info() -> dict:
 
 def tools_page(params: dict) -> dict:
     tools = SPEC.get("tools", [])
+    if "roots" in client_caps:
+        tools = tools + SPEC.get("tools_if_roots", [])
     size = SPEC.get("page_size")
     if not size:
         return {"tools": tools}
@@ -108,8 +112,14 @@ def ask_roots() -> None:
 
 
 def answer(msg: dict) -> dict | None:
+    global client_caps
     method = msg.get("method")
     params = msg.get("params") or {}
+    if method == "initialize":
+        client_caps = params.get("capabilities") or {}
+    meta = params.get("_meta") or {}
+    if "io.modelcontextprotocol/clientCapabilities" in meta:
+        client_caps = meta["io.modelcontextprotocol/clientCapabilities"] or {}
     if method == SPEC.get("exit_on"):
         sys.exit(3)
     if method == "server/discover":
