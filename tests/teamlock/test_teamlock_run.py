@@ -28,9 +28,8 @@ def tools_of(client: Client) -> list[str]:
 
 
 def pins_written(project: Project) -> list[Path]:
-    if not project.home.exists():
-        return []
-    return [p for p in project.home.rglob("*") if p.is_file() and "pins" in p.parts[-2]]
+    """The pin files of this machine's store (``TOOLPIN_HOME/pins/<id>.json``)."""
+    return sorted((project.home / "pins").glob("*.json"))
 
 
 @pytest.fixture
@@ -78,6 +77,7 @@ def test_a_server_the_lock_does_not_list_falls_back_to_this_machines_pin(
     assert "result" in client.initialize()
     assert client.close() == 0
     assert b"is not in toolpin.lock; using this machine's pin" in client.stderr
+    assert len(pins_written(project)) == 1  # trust on first use, as without a lock
 
 
 def test_only_locked_refuses_a_server_the_lock_does_not_list(
