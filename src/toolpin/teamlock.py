@@ -7,7 +7,10 @@ clients do, resolves the exact package version and registry digest behind each s
 each local server at exactly that version, reads everything the model would read
 (:mod:`toolpin.probe`; no tool is ever called), and writes one lock entry per server keyed
 by its config name. The entry's ``id`` is computed from the command *as written* (before
-expansion), so it is the same on every machine.
+expansion), so it is the same on every machine. Servers start where a client starts them
+(the project directory, or their ``cwd`` relative to it); servers the config disables are
+skipped. Some servers show more tools to clients that declare more capabilities, so the
+capabilities a server was listed with are recorded in its entry and reused by ``--check``.
 
 ``lock --check`` does the same and compares; any difference exits 1. ``run --lock`` makes
 the lock entry the proxy's pin (no trust on first use) and runs the locked package
