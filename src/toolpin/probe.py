@@ -48,7 +48,10 @@ from toolpin.protocol import (
 
 DEFAULT_TIMEOUT: Final = 60.0
 DISCOVER_TIMEOUT: Final = 10.0
+"""How long ``era="auto"`` waits for a ``server/discover`` answer before the handshake."""
 MAX_OUTPUT: Final = 64 << 20
+"""Most bytes a server may write to stdout during one probe."""
+_CHUNK: Final = 1 << 20
 CLIENT_INFO: Final = {"name": "toolpin-probe", "version": __version__}
 
 
@@ -64,8 +67,11 @@ class ProbeResult:
 
 
 class _Conversation:
-    def __init__(self, proc: subprocess.Popen[bytes], max_output: int) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], max_output: int, capabilities: Mapping[str, Any]
+    ) -> None:
         self.proc = proc
+        self.capabilities = capabilities
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.max_output = max_output
         self.overflow = False
@@ -73,17 +79,29 @@ class _Conversation:
         self.reader.start()
 
     def _read(self) -> None:
-        assert self.proc.stdout is not None
+        # One queue item per complete line, however long (up to ``max_output`` in total).
+        stdout = self.proc.stdout
+        assert stdout is not None
         total = 0
+        parts: list[bytes] = []
         try:
-            for line in iter(lambda: self.proc.stdout.readline(8 << 20), b""):  # type: ignore[union-attr]
-                total += len(line)
+            while True:
+                chunk = stdout.readline(_CHUNK)
+                if not chunk:
+                    break
+                total += len(chunk)
                 if total > self.max_output:
                     self.overflow = True
+                    parts = []
                     break
-                self.lines.put(line)
+                parts.append(chunk)
+                if chunk.endswith(b"\n"):
+                    self.lines.put(b"".join(parts))
+                    parts = []
         except (OSError, ValueError):
             pass
+        if parts:
+            self.lines.put(b"".join(parts))
         self.lines.put(None)
 
     def send(self, message: Mapping[str, Any]) -> None:
@@ -98,9 +116,12 @@ class _Conversation:
             raise ProbeError(self._exit_reason("before it could be listed")) from None
 
     def _exit_reason(self, when: str) -> str:
-        code = self.proc.poll()
+        try:  # its output just ended: give it a moment to finish exiting
+            code: int | None = self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            code = None
         if code is None:
-            return f"the server stopped reading its input {when}"
+            return f"the server closed its output {when}"
         return f"the server exited (code {code}) {when}"
 
     def wait_for(self, wanted: set[str], deadline: float) -> dict[str, Any]:
@@ -123,26 +144,46 @@ class _Conversation:
                 msg = parse_json(line)
             except JSONError as exc:
                 if b'"id"' in line and any(w.encode() in line for w in wanted):
-                    raise ProbeError(f"the server's answer is not strict JSON ({exc.message})") from None
+                    raise ProbeError(
+                        f"the server's answer is not strict JSON ({exc.message})"
+                    ) from None
                 continue  # a log line on stdout; ignore it
             if not isinstance(msg, dict):
                 continue
             if "method" in msg:
-                if "id" in msg:  # a request to the client: we offer nothing
-                    self.send(
-                        {
-                            "jsonrpc": "2.0",
-                            "id": msg["id"],
-                            "error": {"code": -32601, "message": "Method not found"},
-                        }
-                    )
-                continue
+                if "id" in msg:
+                    self._answer_server_request(msg)
+                continue  # a notification (log message, list_changed): nothing to do
             id_ = msg.get("id")
             if isinstance(id_, str) and id_ in wanted:
                 return msg
 
+    def _answer_server_request(self, msg: dict[str, Any]) -> None:
+        # ``ping`` is answered; ``roots/list`` gets an empty list when the probe declared
+        # roots (the same on every machine); anything else (sampling, elicitation, or roots
+        # that were not declared) gets "method not found", so the server can go on listing
+        # without waiting for a person.
+        method = msg.get("method")
+        result: dict[str, Any] | None = None
+        if method == "ping":
+            result = {}
+        elif method == "roots/list" and "roots" in self.capabilities:
+            result = {"roots": []}
+        if result is not None:
+            self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+            return
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": msg["id"],
+                "error": {"code": -32601, "message": "Method not found"},
+            }
+        )
 
-def _spawn(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> subprocess.Popen[bytes]:
+
+def _spawn(
+    argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None
+) -> subprocess.Popen[bytes]:
     kwargs: dict[str, Any] = {}
     if os.name == "posix":
         kwargs["start_new_session"] = True
@@ -162,7 +203,9 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) 
         raise ProbeError(f"cannot start the server: {exc.strerror or exc}") from None
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def _stop(talk: _Conversation) -> None:
+    """Close the server's input, then end its whole process group (TERM, then KILL)."""
+    proc = talk.proc
     with contextlib.suppress(OSError):
         if proc.stdin is not None:
             proc.stdin.close()
@@ -175,16 +218,20 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         elif proc.poll() is None:  # pragma: no cover - Windows
             proc.kill()
         try:
-            proc.wait(timeout=2.0)
-            if os.name == "posix":
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGKILL)  # children left in the group
-            break
+            proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             continue
-    with contextlib.suppress(OSError):
-        if proc.stdout is not None:
-            proc.stdout.close()
+        if os.name == "posix":
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)  # children left in the group
+        break
+    # Closing stdout while the reader thread is inside a read would wait for that read;
+    # a process outside the group may still hold the pipe, so only close a drained pipe.
+    talk.reader.join(timeout=1.0)
+    if not talk.reader.is_alive():
+        with contextlib.suppress(OSError):
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def probe_stdio(
@@ -195,34 +242,47 @@ def probe_stdio(
     timeout: float = DEFAULT_TIMEOUT,
     era: str = "auto",
     max_output: int = MAX_OUTPUT,
+    discover_timeout: float = DISCOVER_TIMEOUT,
+    capabilities: Mapping[str, Any] | None = None,
 ) -> ProbeResult:
     """Start ``argv``, list everything, stop it. Raises :class:`ProbeError`.
 
     ``era`` is ``"auto"`` (discover, then initialize), ``"modern"`` or ``"handshake"``.
+    ``timeout`` bounds the whole conversation; with ``era="auto"`` a server that does not
+    answer ``server/discover`` within ``discover_timeout`` seconds is asked for the
+    ``initialize`` handshake instead. ``max_output`` caps the bytes read from its stdout.
+    ``capabilities`` are the client capabilities the probe declares (none by default);
+    some servers offer more tools to a client that declares, say, ``roots``. The server
+    and every process it started in its process group are stopped at the end.
     """
     if not argv:
         raise ProbeError("empty server command")
+    if era not in ("auto", "modern", "handshake"):
+        raise ProbeError(f"unknown protocol era {era!r} (auto, modern or handshake)")
     deadline = time.monotonic() + timeout
     proc = _spawn(argv, env, cwd)
-    talk = _Conversation(proc, max_output)
+    caps = dict(capabilities) if capabilities is not None else {}
+    talk = _Conversation(proc, max_output, caps)
     try:
-        return _converse(talk, era=era, deadline=deadline)
+        return _converse(talk, era=era, deadline=deadline, discover_timeout=discover_timeout)
     except TimeoutError:
         raise ProbeError(f"the server did not answer within {timeout:g}s") from None
     finally:
-        _stop(proc)
+        _stop(talk)
 
 
-def _converse(talk: _Conversation, *, era: str, deadline: float) -> ProbeResult:
+def _converse(
+    talk: _Conversation, *, era: str, deadline: float, discover_timeout: float
+) -> ProbeResult:
     prefix = f"toolpin-probe-{os.getpid()}-{os.urandom(3).hex()}"
     meta = {
         META_PROTOCOL: MODERN_VERSION,
         META_CLIENT_INFO: CLIENT_INFO,
-        META_CLIENT_CAPS: {},
+        META_CLIENT_CAPS: dict(talk.capabilities),
     }
     if era in ("auto", "modern"):
         talk.send(request(f"{prefix}-discover", "server/discover", {"_meta": meta}))
-        limit = deadline if era == "modern" else min(deadline, time.monotonic() + DISCOVER_TIMEOUT)
+        limit = deadline if era == "modern" else min(deadline, time.monotonic() + discover_timeout)
         try:
             answer = talk.wait_for({f"{prefix}-discover"}, limit)
         except TimeoutError:
@@ -232,14 +292,20 @@ def _converse(talk: _Conversation, *, era: str, deadline: float) -> ProbeResult:
         result = answer.get("result") if answer is not None else None
         if isinstance(result, dict):
             identity = identity_from_discover(result)
-            return _collect(talk, result, meta, identity, MODERN_VERSION, "modern", prefix, deadline)
+            return _collect(
+                talk, result, meta, identity, MODERN_VERSION, "modern", prefix, deadline
+            )
         if era == "modern":
             raise ProbeError("the server refused server/discover")
     talk.send(
         request(
             f"{prefix}-init",
             "initialize",
-            {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": CLIENT_INFO},
+            {
+                "protocolVersion": LATEST_HANDSHAKE,
+                "capabilities": dict(talk.capabilities),
+                "clientInfo": CLIENT_INFO,
+            },
         )
     )
     answer = talk.wait_for({f"{prefix}-init"}, deadline)
@@ -274,7 +340,9 @@ def _collect(
     instructions = opening.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise ProbeError("the server's instructions are not a string")
-    collector = ListingCollector(kinds_offered(opening.get("capabilities")), meta=meta, id_prefix=prefix)
+    collector = ListingCollector(
+        kinds_offered(opening.get("capabilities")), meta=meta, id_prefix=prefix
+    )
     try:
         for req in collector.start():
             talk.send(req)
@@ -292,7 +360,15 @@ def main() -> None:  # pragma: no cover - debugging aid: python -m toolpin.probe
     import json
 
     result = probe_stdio(sys.argv[1:])
-    print(json.dumps({"era": result.era, "counts": result.snapshot.counts(), "surface": result.snapshot.surface_hash()}))
+    print(
+        json.dumps(
+            {
+                "era": result.era,
+                "counts": result.snapshot.counts(),
+                "surface": result.snapshot.surface_hash(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

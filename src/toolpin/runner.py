@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from toolpin.console import wants_color
 from toolpin.core.render import visible
-from toolpin.errors import ToolpinError
+from toolpin.errors import PackageError, ToolpinError
 from toolpin.protocol import UNVERIFIED_ERROR, error_response
 from toolpin.serverid import default_label, server_id
 
@@ -48,6 +48,13 @@ def run_proxy(
 
         try:
             locked = prepare_locked_run(lock, argv, name=name, label=label)
+        except PackageError as exc:
+            return refuse(
+                label,
+                exc.diagnostics(),
+                f"toolpin did not start {quoted}: it does not run the package version the "
+                "lock approved. See the server log.",
+            )
         except ToolpinError as exc:
             return refuse(
                 label,
@@ -57,7 +64,8 @@ def run_proxy(
         if locked is None and only_locked:
             return refuse(
                 label,
-                f"it is not in {lock}, and --only-locked runs only servers the lock approved",
+                f"it is not in {visible(lock)}, and --only-locked runs only servers the lock "
+                "approved",
                 f"toolpin did not start {quoted}: the lock does not approve it.",
             )
         if locked is not None:
@@ -68,7 +76,9 @@ def run_proxy(
                 for note in locked.notes:
                     sys.stderr.write(f"toolpin: {visible(note)}\n")
         else:
-            sys.stderr.write(f"toolpin: {visible(label)} is not in {lock}; using this machine's pin\n")
+            sys.stderr.write(
+                f"toolpin: {visible(label)} is not in {visible(lock)}; using this machine's pin\n"
+            )
     if lock is None or locked is None:
         try:
             source = StorePinSource(PinStore(), sid, label)

@@ -7,7 +7,10 @@ clients do, resolves the exact package version and registry digest behind each s
 each local server at exactly that version, reads everything the model would read
 (:mod:`toolpin.probe`; no tool is ever called), and writes one lock entry per server keyed
 by its config name. The entry's ``id`` is computed from the command *as written* (before
-expansion), so it is the same on every machine.
+expansion), so it is the same on every machine. Servers start where a client starts them
+(the project directory, or their ``cwd`` relative to it); servers the config disables are
+skipped. Some servers show more tools to clients that declare more capabilities, so the
+capabilities a server was listed with are recorded in its entry and reused by ``--check``.
 
 ``lock --check`` does the same and compares; any difference exits 1. ``run --lock`` makes
 the lock entry the proxy's pin (no trust on first use) and runs the locked package
@@ -16,16 +19,24 @@ version even when the config asks for the newest.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from toolpin.core.render import visible
-from toolpin.errors import ConfigError, LockfileError, PackageError, ProbeError, ToolpinError
+from toolpin.errors import (
+    ConfigError,
+    InputError,
+    LockfileError,
+    PackageError,
+    ProbeError,
+    ToolpinError,
+)
 from toolpin.lockfile import LockEntry, read_lock, write_lock
 from toolpin.serverid import server_id
 
@@ -36,16 +47,28 @@ if TYPE_CHECKING:
 
 DEFAULT_CONFIG: Final = ".mcp.json"
 DEFAULT_LOCK: Final = "toolpin.lock"
-_VAR: Final = re.compile(r"\$\{(?:env:([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}")
+CLIENT_CAPABILITIES: Final = ("elicitation", "roots", "sampling")
+"""Client capabilities ``lock`` can declare when it lists a server (``--client-capabilities``).
+Some servers offer more tools to a client that declares them (server-everything adds
+``get-roots-list`` for ``roots``); the lock must list what the team's client is shown."""
+PROBED_WITH: Final = "probedWith"
+"""Lock entry member recording the client capabilities the server was listed with."""
+_VAR: Final = re.compile(
+    r"\$\{(?:env:([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}"
+)
 
 
-def expand(text: str, env: Mapping[str, str]) -> str:
+def expand(text: str, env: Mapping[str, str], predefined: Mapping[str, str] | None = None) -> str:
     """Fill ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}``; other forms stay literal.
 
-    An unset or empty variable takes the default, or ``""``.
+    An unset or empty variable takes the default, or ``""``. ``predefined`` holds the
+    client's own variables (VS Code's ``${workspaceFolder}``), which win over the
+    environment for the ``${NAME}`` form.
     """
 
     def one(match: re.Match[str]) -> str:
+        if match.group(2) is not None and predefined and match.group(2) in predefined:
+            return predefined[match.group(2)]
         name = match.group(1) or match.group(2)
         value = env.get(name, "")
         if value == "":
@@ -74,16 +97,43 @@ class ConfiguredServer:
 
 @dataclass(frozen=True)
 class Config:
-    """The servers of a config file (local ones; remote ones are listed as skipped)."""
+    """The servers of a config file (local ones; the others are listed as skipped)."""
 
     path: Path
     servers: tuple[ConfiguredServer, ...]
     skipped: tuple[tuple[str, str], ...] = ()
 
+    def skip_reason(self, name: str) -> str | None:
+        """Why the config's server ``name`` is not locked, when it is listed but skipped."""
+        return next((why for skipped, why in self.skipped if skipped == name), None)
+
+
+def project_dir(config_path: Path) -> Path:
+    """The directory a client starts the config's servers in.
+
+    The config's own directory, except for ``.vscode/mcp.json`` and ``.cursor/mcp.json``,
+    whose servers start in the workspace folder above.
+    """
+    folder = config_path.absolute().parent
+    if folder.name in (".vscode", ".cursor"):
+        return folder.parent
+    return folder
+
+
+def _disabled(value: object) -> bool:
+    return isinstance(value, dict) and (
+        value.get("disabled") is True or value.get("enabled") is False
+    )
+
 
 def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Config:
-    """Read the servers of a shared MCP config (JSON, JSON with comments, or Codex TOML)."""
-    from toolpin.clients.documents import open_document
+    """Read the servers of a shared MCP config (JSON, JSON with comments, or Codex TOML).
+
+    Servers start in the project directory (:func:`project_dir`); a relative ``cwd`` is
+    taken from there. Remote servers, entries without a usable command and servers the
+    config disables (``"disabled": true``, ``"enabled": false``) are listed as skipped.
+    """
+    from toolpin.clients.documents import JsonDocument, open_document
     from toolpin.clients.wrap import recognise_wrap
 
     environ = os.environ if environ is None else environ
@@ -91,13 +141,32 @@ def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(f"no config at {path}", advice="Give one with --config FILE.") from None
+    except IsADirectoryError:
+        raise ConfigError(f"cannot read {path}: it is a directory") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     dialect = "codex" if path.suffix == ".toml" else "auto"
-    document = open_document(text, dialect)  # type: ignore[arg-type]
+    try:
+        document = open_document(text, dialect)  # type: ignore[arg-type]
+    except ConfigError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.message}") from None
+    base = project_dir(path)
+    predefined = None
+    if isinstance(document, JsonDocument) and document.dialect == "vscode":
+        predefined = {"workspaceFolder": str(base)}
     servers: list[ConfiguredServer] = []
     skipped: list[tuple[str, str]] = []
+    seen: set[str] = set()
     for entry in document.entries():
+        if entry.name in seen:
+            raise ConfigError(
+                f"{path} lists two servers named {visible(entry.name)!r}",
+                advice="A lock is keyed by server name; give each server its own.",
+            )
+        seen.add(entry.name)
+        if _disabled(entry.value):
+            skipped.append((entry.name, "disabled in the config"))
+            continue
         if entry.kind == "remote":
             skipped.append((entry.name, "remote server: the proxy speaks stdio only"))
             continue
@@ -112,16 +181,18 @@ def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
                 skipped.append((entry.name, "wrapped in a form toolpin does not recognise"))
                 continue
             written = written[start:]
-        env = {k: expand(v, environ) for k, v in entry.env}
+        env = {k: expand(v, environ, predefined) for k, v in entry.env}
         cwd_raw = entry.value.get("cwd") if isinstance(entry.value, dict) else None
-        cwd = expand(cwd_raw, environ) if isinstance(cwd_raw, str) else None
+        cwd = base
+        if isinstance(cwd_raw, str) and cwd_raw:
+            cwd = base / expand(cwd_raw, environ, predefined)
         servers.append(
             ConfiguredServer(
                 name=entry.name,
                 written=written,
-                argv=tuple(expand(a, environ) for a in written),
+                argv=tuple(expand(a, environ, predefined) for a in written),
                 env=env,
-                cwd=cwd,
+                cwd=str(cwd),
             )
         )
     if not servers and not skipped:
@@ -143,6 +214,8 @@ class ServerOutcome:
     entry: LockEntry | None = None
     drift: Drift | None = None
     notes: tuple[str, ...] = ()
+    held: bool = False
+    """The config asks for the newest package version; the lock holds this one."""
 
     @property
     def ok(self) -> bool:
@@ -186,14 +259,51 @@ def _run_env(server: ConfiguredServer, environ: Mapping[str, str]) -> dict[str, 
     return env
 
 
-def _probe(server: ConfiguredServer, argv: Sequence[str], opts: _Options) -> Snapshot:
+def capability_names(names: Sequence[str]) -> tuple[str, ...]:
+    """Validated, sorted, de-duplicated client capability names."""
+    out = sorted({n.strip() for n in names if n.strip()})
+    unknown = [n for n in out if n not in CLIENT_CAPABILITIES]
+    if unknown:
+        raise InputError(
+            f"unknown client capability {visible(unknown[0])!r}",
+            advice=f"Choose among: {', '.join(CLIENT_CAPABILITIES)}.",
+        )
+    return tuple(out)
+
+
+def recorded_capabilities(entry: LockEntry | None) -> tuple[str, ...]:
+    """The client capabilities a lock entry was listed with (none when not recorded)."""
+    if entry is None:
+        return ()
+    probed = entry.extra.get(PROBED_WITH)
+    names = probed.get("clientCapabilities") if isinstance(probed, dict) else None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return ()
+    try:
+        return capability_names(names)
+    except InputError:
+        raise LockfileError(
+            "a lock entry records a client capability this toolpin does not know",
+            advice="Upgrade toolpin, or re-create the lock.",
+        ) from None
+
+
+def _probe(
+    server: ConfiguredServer, argv: Sequence[str], opts: _Options, caps: tuple[str, ...]
+) -> Snapshot:
     from toolpin.probe import probe_stdio
 
-    result = probe_stdio(argv, env=_run_env(server, opts.environ), cwd=server.cwd, timeout=opts.timeout)
+    result = probe_stdio(
+        argv,
+        env=_run_env(server, opts.environ),
+        cwd=server.cwd,
+        timeout=opts.timeout,
+        capabilities={name: {} for name in caps},
+    )
     return result.snapshot
 
 
-def _lock_one(server: ConfiguredServer, opts: _Options) -> ServerOutcome:
+def _lock_one(server: ConfiguredServer, opts: _Options, caps: tuple[str, ...]) -> ServerOutcome:
     notes: list[str] = []
     argv = list(server.argv)
     package: dict[str, Any] | None = None
@@ -209,10 +319,11 @@ def _lock_one(server: ConfiguredServer, opts: _Options) -> ServerOutcome:
                 label = f", {resolved.name} {resolved.version}"
         if opts.progress:
             opts.progress(f"{server.name}: starting")
-        snapshot = _probe(server, argv, opts)
+        snapshot = _probe(server, argv, opts, caps)
     except (ProbeError, PackageError, LockfileError) as exc:
         return ServerOutcome(server.name, "failed", exc.message, notes=tuple(notes))
-    entry = LockEntry(snapshot=snapshot, server_id=server.server_id, package=package)
+    extra = {PROBED_WITH: {"clientCapabilities": list(caps)}} if caps else {}
+    entry = LockEntry(snapshot=snapshot, server_id=server.server_id, package=package, extra=extra)
     tools = len(snapshot.tools) if snapshot.tools is not None else 0
     return ServerOutcome(
         server.name,
@@ -220,26 +331,40 @@ def _lock_one(server: ConfiguredServer, opts: _Options) -> ServerOutcome:
         f"locked ({tools} tool{'s' if tools != 1 else ''}{label})",
         entry=entry,
         notes=tuple(notes),
+        held=argv != list(server.argv),
     )
 
 
-def _resolve_for_lock(ref: PackageRef, argv: list[str]) -> tuple[ResolvedPackage | None, list[str], str | None]:
+def _resolve_for_lock(
+    ref: PackageRef, argv: list[str]
+) -> tuple[ResolvedPackage | None, list[str], str | None]:
     from toolpin.packages import pin_argv, resolve
 
     if ref.ecosystem == "oci":
         if ref.exact is None:
-            return None, argv, f"image {ref.name} is not pinned by digest, so it can change on any start"
+            return (
+                None,
+                argv,
+                f"image {ref.name} is not pinned by digest, so it can change on any start",
+            )
         from toolpin.packages import ResolvedPackage
 
         return ResolvedPackage("oci", ref.name, ref.requested, ref.exact), argv, None
     if ref.is_range:
-        raise PackageError(f"{ref.name} asks for {ref.requested!r}, a version range; pin an exact version")
+        raise PackageError(
+            f"{ref.name} asks for {ref.requested!r}, a version range; pin an exact version"
+        )
     resolved = resolve(ref)
     if ref.pinned:
         return resolved, argv, None
     pinned = pin_argv(argv, ref, resolved.version)
     if pinned is None:
-        return resolved, argv, f"{ref.name} cannot be held at {resolved.version} in this form; only its definitions are locked"
+        return (
+            resolved,
+            argv,
+            f"{ref.name} cannot be held at {resolved.version} in this form; "
+            "only its definitions are locked",
+        )
     return resolved, pinned, None
 
 
@@ -251,39 +376,85 @@ def lock(
     timeout: float = 60.0,
     concurrency: int = 4,
     progress: Callable[[str], None] | None = None,
+    client_capabilities: Sequence[str] | None = None,
 ) -> LockReport:
-    """Write (or update) the lock for every local server of the config."""
+    """Write (or update) the lock for every local server of the config.
+
+    Every server is started (``concurrency`` at a time) and listed; then, under a
+    cross-process mutex, the previous lock is read and the new one written atomically.
+    A server that fails this time keeps its previous entry when its command is unchanged.
+    ``client_capabilities`` are declared to every server (see
+    :data:`CLIENT_CAPABILITIES`); ``None`` keeps what the previous lock recorded per
+    server.
+    """
     config = read_config(config_path)
+    explicit = None if client_capabilities is None else capability_names(client_capabilities)
+    before = _previous(lock_path) if explicit is None else {}
     opts = _Options(definitions_only=definitions_only, timeout=timeout, progress=progress)
+
+    def one(server: ConfiguredServer) -> ServerOutcome:
+        caps = explicit if explicit is not None else _caps_or_none(before.get(server.name))
+        return _lock_one(server, opts, caps)
+
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        outcomes = list(pool.map(lambda s: _lock_one(s, opts), config.servers))
+        outcomes = list(pool.map(one, config.servers))
     entries = {o.name: o.entry for o in outcomes if o.entry is not None}
-    if lock_path.exists():
-        # Keep entries of servers that failed to start this time; drop removed servers.
-        try:
-            previous = read_lock(lock_path).servers
-        except LockfileError:
-            previous = {}
-        names = {s.name for s in config.servers}
-        for name, entry in previous.items():
-            if name in names and name not in entries:
-                entries[name] = entry
     wrote = False
-    if entries:
-        write_lock(lock_path, entries)
-        wrote = True
-    newest = sum(
-        1 for s in config.servers if not definitions_only and _unpinned_package(s.argv)
-    )
+    with _mutex(lock_path):
+        if lock_path.exists():
+            # A lock that no longer verifies is re-created from what was observed now.
+            try:
+                previous = read_lock(lock_path).servers
+            except LockfileError:
+                previous = {}
+            ids = {s.name: s.server_id for s in config.servers}
+            for name, entry in previous.items():
+                if (
+                    name not in entries
+                    and entry.server_id is not None
+                    and ids.get(name) == entry.server_id
+                ):
+                    entries[name] = entry
+        if entries:
+            write_lock(lock_path, entries)
+            wrote = True
+    newest = sum(1 for o in outcomes if o.held)
     return LockReport(lock_path, tuple(outcomes), config.skipped, wrote, newest)
 
 
-def _unpinned_package(argv: Sequence[str]) -> bool:
+def _previous(lock_path: Path) -> Mapping[str, LockEntry]:
+    """The entries of an existing lock (empty when there is none or it does not verify)."""
+    if not lock_path.exists():
+        return {}
     try:
-        ref = _detect(argv)
-    except PackageError:
-        return False
-    return ref is not None and ref.ecosystem != "oci" and not ref.pinned
+        return read_lock(lock_path).servers
+    except LockfileError:
+        return {}
+
+
+def _caps_or_none(entry: LockEntry | None) -> tuple[str, ...]:
+    try:
+        return recorded_capabilities(entry)
+    except LockfileError:
+        return ()
+
+
+@contextlib.contextmanager
+def _mutex(lock_path: Path) -> Iterator[None]:
+    """A cross-process mutex for one lock file, kept under ``TOOLPIN_HOME`` (not beside
+    the lock, so the project folder gets nothing but the lock itself)."""
+    import hashlib
+
+    from toolpin.fsutil import ensure_private_dir, locked, toolpin_home
+
+    key = hashlib.sha256(str(lock_path.absolute()).encode("utf-8", "surrogateescape"))
+    try:
+        folder = ensure_private_dir(toolpin_home() / "locks")
+    except OSError:  # no writable state directory: a single writer is still safe
+        yield
+        return
+    with locked(folder / f"{key.hexdigest()[:32]}.lock", timeout=60.0):
+        yield
 
 
 def check(
@@ -294,22 +465,43 @@ def check(
     timeout: float = 60.0,
     concurrency: int = 4,
     progress: Callable[[str], None] | None = None,
+    client_capabilities: Sequence[str] | None = None,
 ) -> LockReport:
-    """Compare every local server of the config with the lock (``lock --check``)."""
+    """Compare every local server of the config with the lock (``lock --check``).
+
+    Each server is listed with the client capabilities its entry records, unless
+    ``client_capabilities`` says otherwise.
+    """
     if not lock_path.exists():
         raise LockfileError(f"no lockfile at {lock_path}", advice="Write one with: toolpin lock")
     locked = read_lock(lock_path).servers
     config = read_config(config_path)
+    explicit = None if client_capabilities is None else capability_names(client_capabilities)
     opts = _Options(definitions_only=definitions_only, timeout=timeout, progress=progress)
+
+    def one(server: ConfiguredServer) -> ServerOutcome:
+        return _check_one(server, locked.get(server.name), opts, explicit)
+
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        outcomes = list(pool.map(lambda s: _check_one(s, locked.get(s.name), opts), config.servers))
+        outcomes = list(pool.map(one, config.servers))
     names = {s.name for s in config.servers}
     for name in sorted(set(locked) - names):
-        outcomes.append(ServerOutcome(name, "gone", "in the lock but no longer in the config"))
+        why = config.skip_reason(name)
+        text = (
+            "in the lock but no longer in the config"
+            if why is None
+            else (f"in the lock but no longer locked by the config ({why})")
+        )
+        outcomes.append(ServerOutcome(name, "gone", text))
     return LockReport(lock_path, tuple(outcomes), config.skipped)
 
 
-def _check_one(server: ConfiguredServer, entry: LockEntry | None, opts: _Options) -> ServerOutcome:
+def _check_one(
+    server: ConfiguredServer,
+    entry: LockEntry | None,
+    opts: _Options,
+    explicit: tuple[str, ...] | None,
+) -> ServerOutcome:
     from toolpin.core.drift import compare
 
     if entry is None:
@@ -329,9 +521,12 @@ def _check_one(server: ConfiguredServer, entry: LockEntry | None, opts: _Options
                 notes.append(note)
             if problem:
                 return ServerOutcome(server.name, "changed", problem, notes=tuple(notes))
-        observed = _probe(server, argv, opts)
+        caps = explicit if explicit is not None else recorded_capabilities(entry)
+        observed = _probe(server, argv, opts, caps)
     except (ProbeError, PackageError, LockfileError) as exc:
-        return ServerOutcome(server.name, "failed", f"could not check: {exc.message}", notes=tuple(notes))
+        return ServerOutcome(
+            server.name, "failed", f"could not check: {exc.message}", notes=tuple(notes)
+        )
     drift = compare(entry.snapshot, observed)
     if drift.ok:
         return ServerOutcome(server.name, "match", f"matches the lock{label}", notes=tuple(notes))
@@ -355,17 +550,27 @@ def _check_package(
         return argv, "", None, f"it now runs {ref.name}, but the lock approved {locked.name}"
     label = f" ({locked.name} {locked.version})"
     if ref.exact is not None and ref.exact != locked.version:
-        return argv, label, None, (
-            f"it runs {ref.name} {ref.exact}, but the lock approved {locked.version}; "
-            "update the lock in a pull request (toolpin lock)"
+        return (
+            argv,
+            label,
+            None,
+            (
+                f"it runs {ref.name} {ref.exact}, but the lock approved {locked.version}; "
+                "update the lock in a pull request (toolpin lock)"
+            ),
         )
     if locked.ecosystem == "oci":
         return argv, label, None, None
     now = resolve(ref, version=locked.version)
     if not now.same_contents(locked):
-        return argv, label, None, (
-            f"the registry now serves different contents for {locked.name} {locked.version} "
-            "than when it was locked"
+        return (
+            argv,
+            label,
+            None,
+            (
+                f"the registry now serves different contents for {locked.name} {locked.version} "
+                "than when it was locked"
+            ),
         )
     note = None
     try:
@@ -380,9 +585,14 @@ def _check_package(
     if ref.exact is None:
         pinned = pin_argv(argv, ref, locked.version)
         if pinned is None:
-            return argv, label, None, (
-                f"{ref.name} cannot be held at {locked.version} in this form and the lock "
-                "records a version"
+            return (
+                argv,
+                label,
+                None,
+                (
+                    f"{ref.name} cannot be held at {locked.version} in this form and the lock "
+                    "records a version"
+                ),
             )
         argv = pinned
     return argv, label, note, None
@@ -507,7 +717,9 @@ def prepare_locked_run(
         run_argv, note = _hold_package(entry, run_argv)
         if note:
             notes.append(note)
-    return LockedRun(LockPinSource(path.absolute(), entry_name, entry, label), run_argv, tuple(notes))
+    return LockedRun(
+        LockPinSource(path.absolute(), entry_name, entry, label), run_argv, tuple(notes)
+    )
 
 
 def _hold_package(entry: LockEntry, argv: list[str]) -> tuple[list[str], str | None]:
@@ -531,6 +743,7 @@ def _hold_package(entry: LockEntry, argv: list[str]) -> tuple[list[str], str | N
     pinned = pin_argv(argv, ref, locked.version)
     if pinned is None:
         return argv, (
-            f"{ref.name} cannot be held at {locked.version} in this form; only its definitions are checked"
+            f"{ref.name} cannot be held at {locked.version} in this form; "
+            "only its definitions are checked"
         )
     return pinned, f"running {ref.name} {locked.version}, the version in the lock"

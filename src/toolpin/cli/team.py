@@ -17,17 +17,54 @@ if TYPE_CHECKING:
 
 
 @cli.command("lock")
-@click.option("--config", "config", default=".mcp.json", show_default=True, metavar="FILE",
-              help="The shared MCP config (mcpServers, VS Code servers, or Codex TOML).")
-@click.option("--out", "out", default="toolpin.lock", show_default=True, metavar="FILE",
-              help="The lockfile to write or check.")
+@click.option(
+    "--config",
+    "config",
+    default=".mcp.json",
+    show_default=True,
+    metavar="FILE",
+    help="The shared MCP config (mcpServers, VS Code servers, or Codex TOML).",
+)
+@click.option(
+    "--out",
+    "out",
+    default="toolpin.lock",
+    show_default=True,
+    metavar="FILE",
+    help="The lockfile to write or check.",
+)
 @click.option("--check", is_flag=True, help="Compare with the lock instead of writing it (for CI).")
 @click.option("--definitions-only", is_flag=True, help="Do not resolve or hold package versions.")
-@click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per server.")
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 32),
-              help="Servers started at once.")
+@click.option(
+    "--timeout",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds per server.",
+)
+@click.option(
+    "--client-capabilities",
+    "client_capabilities",
+    default=None,
+    metavar="LIST",
+    help="Client capabilities declared to each server while listing it: comma-separated "
+    "among elicitation, roots, sampling, or 'none' (default: what the lock records, else none).",
+)
+@click.option(
+    "--concurrency",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 32),
+    help="Servers started at once.",
+)
 def lock_command(
-    config: str, out: str, check: bool, definitions_only: bool, timeout: float, concurrency: int
+    config: str,
+    out: str,
+    check: bool,
+    definitions_only: bool,
+    timeout: float,
+    client_capabilities: str | None,
+    concurrency: int,
 ) -> int:
     """Lock every local server of a shared config: definitions and package versions.
 
@@ -42,7 +79,11 @@ def lock_command(
 
             click.echo(f"toolpin: {visible(text)}", err=True)
 
+    caps: list[str] | None = None
+    if client_capabilities is not None:
+        caps = [c for c in client_capabilities.split(",") if c.strip() not in ("", "none")]
     kwargs = {
+        "client_capabilities": caps,
         "definitions_only": definitions_only,
         "timeout": timeout,
         "concurrency": concurrency,
@@ -80,15 +121,21 @@ def lock_lines(report: LockReport, out: str) -> list[Line]:
     if report.wrote:
         lines += [
             Line(f"wrote {out}"),
-            Line("Commit it. A pull request that changes a server now shows exactly what its "
-                 "tools tell the model."),
+            Line(
+                "Commit it. A pull request that changes a server now shows exactly what its "
+                "tools tell the model."
+            ),
             Line(f"Pin each teammate's proxy to it: toolpin wrap --project --lock {out}"),
         ]
         if report.newest_held:
             lines.append(
-                Line(f"{report.newest_held} server(s) run the newest version of a package; with "
-                     "the lock they stay at the version recorded here until the lock is updated.")
+                Line(
+                    f"{report.newest_held} server(s) run the newest version of a package; with "
+                    "the lock they stay at the version recorded here until the lock is updated."
+                )
             )
+    if not report.outcomes:
+        lines.append(Line("The config lists no local server to lock; nothing was written."))
     failed = sum(1 for o in report.outcomes if not o.ok)
     if failed:
         lines.append(Line(f"{failed} server(s) could not be locked.", "bad"))
@@ -109,6 +156,10 @@ def check_lines(report: LockReport) -> list[Line]:
     if failed:
         text += f", {len(failed)} could not start"
     lines.append(Line(text + ".", "bad"))
-    lines.append(Line("If the change is expected, run `toolpin lock` and commit the new lock in "
-                      "a pull request, so a person reads it before anyone's agent does."))
+    lines.append(
+        Line(
+            "If the change is expected, run `toolpin lock` and commit the new lock in "
+            "a pull request, so a person reads it before anyone's agent does."
+        )
+    )
     return lines

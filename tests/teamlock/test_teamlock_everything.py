@@ -1,0 +1,83 @@
+"""The team lock against the real ``@modelcontextprotocol/server-everything`` (npm).
+
+Installed once per session into ``<repo>/.cache/npm-servers`` (see ``teamlock_support``).
+Its toolset depends on the client's capabilities (a client declaring ``roots`` and
+``elicitation`` gets three more tools), so the lock must list it the way the team's client
+connects: ``toolpin lock --client-capabilities``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from teamlock_support import EVERYTHING_VERSION, Client, Project
+
+pytestmark = pytest.mark.npm
+
+ROOTS_AND_ELICITATION = {"roots": {"listChanged": True}, "elicitation": {}}
+
+
+def listed_tools(client: Client) -> set[str]:
+    client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    client.request(2, "tools/list")
+    return {t["name"] for t in client.receive(2)["result"]["tools"]}
+
+
+def locked_tools(project: Project) -> set[str]:
+    doc: dict[str, Any] = json.loads(project.lock_path.read_text())
+    return {t["name"] for t in doc["servers"]["everything"]["tools"]["items"]}
+
+
+def test_lock_check_and_run_against_server_everything(
+    project: Project, everything_server: Path
+) -> None:
+    argv = [str(everything_server), "stdio"]
+    project.write_config({"everything": {"command": argv[0], "args": argv[1:]}})
+
+    first = project.toolpin("lock")
+    assert first.code == 0, first.out + first.err
+    written = project.lock_path.read_bytes()
+    entry = json.loads(written)["servers"]["everything"]
+    assert len(entry["tools"]["items"]) >= 10
+    assert {"echo", "get-sum"} <= locked_tools(project)
+    assert entry["prompts"]["items"] and entry["resources"]["items"]
+    assert entry["resourceTemplates"]["items"]
+    assert entry["instructions"]["text"]
+    manifest = everything_server.parents[1] / "@modelcontextprotocol/server-everything"
+    assert json.loads((manifest / "package.json").read_text())["version"] == EVERYTHING_VERSION
+
+    assert project.toolpin("lock").code == 0
+    assert project.lock_path.read_bytes() == written  # deterministic
+
+    check = project.toolpin("lock", "--check")
+    assert check.code == 0, check.out
+    assert "All 1 server(s) match" in check.out
+
+    # A client that declares nothing sees what was locked.
+    client = project.start_proxy("--name", "everything", "--lock", "toolpin.lock", "--", *argv)
+    assert "result" in client.initialize()
+    assert listed_tools(client) == locked_tools(project)
+    assert client.close() == 0
+
+    # A client with roots and elicitation is shown more tools: blocked against this lock...
+    plain = locked_tools(project)
+    client = project.start_proxy("--lock", "toolpin.lock", "--", *argv)
+    assert client.initialize(capabilities=ROOTS_AND_ELICITATION)["error"]["code"] == -31042
+    assert client.close() == 1
+
+    # ...until the lock lists the server the way that client connects.
+    result = project.toolpin("lock", "--client-capabilities", "roots,elicitation")
+    assert result.code == 0, result.out
+    rooted = locked_tools(project)
+    assert plain < rooted
+    assert {"get-roots-list", "trigger-elicitation-request"} <= rooted - plain
+    client = project.start_proxy("--lock", "toolpin.lock", "--", *argv)
+    assert "result" in client.initialize(capabilities=ROOTS_AND_ELICITATION)
+    assert listed_tools(client) == rooted
+    # With roots declared this server keeps running after its input closes (the proxy
+    # would end it after a grace period): stop it as a client does. Nothing was blocked.
+    client.close(terminate=True)
+    assert b"CHANGED" not in client.stderr
