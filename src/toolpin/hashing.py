@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolpin.core.canonical import JSONValue, definition_hash, instructions_hash, parse_json, set_hash
+from toolpin.core.canonical import (
+    JSONValue,
+    definition_hash,
+    instructions_hash,
+    parse_json,
+    set_hash,
+)
 from toolpin.core.snapshot import KINDS, Kind
 from toolpin.errors import InputError, JSONError, ListingError
 
@@ -101,7 +107,9 @@ def hash_files(paths: Sequence[Path]) -> HashReport:
         doc = docs[0]
         if not isinstance(doc, dict):
             raise ListingError(f"{paths[0]} is neither a listing nor a definition object")
-        key = next((doc[k] for k in ("name", "uri", "uriTemplate") if isinstance(doc.get(k), str)), "")
+        key = next(
+            (doc[k] for k in ("name", "uri", "uriTemplate") if isinstance(doc.get(k), str)), ""
+        )
         return HashReport(groups=(HashGroup(None, ((key, definition_hash(doc)),), None),))
     merged: dict[Kind, list[JSONValue]] = {}
     for path, page in zip(paths, pages, strict=True):

@@ -91,7 +91,11 @@ def _identity(value: JSONValue, path: Path) -> Identity:
     if not isinstance(value, dict):
         raise LockfileError(f"{path} server identity must be a JSON object")
     fields: dict[str, str] = {}
-    for key, label in (("name", "server name"), ("version", "server version"), ("protocolVersion", "protocolVersion")):
+    for key, label in (
+        ("name", "server name"),
+        ("version", "server version"),
+        ("protocolVersion", "protocolVersion"),
+    ):
         if key == "protocolVersion" and key not in value:
             continue
         item = value.get(key)
@@ -119,7 +123,11 @@ def read_legacy(doc: JSONValue, path: Path) -> LegacyLock:
         if not isinstance(entry, dict):
             raise LockfileError(f"{path} has a non-object tool entry")
         definition, name, digest = entry.get("definition"), entry.get("name"), entry.get("sha256")
-        if not isinstance(definition, dict) or not isinstance(name, str) or not isinstance(digest, str):
+        if (
+            not isinstance(definition, dict)
+            or not isinstance(name, str)
+            or not isinstance(digest, str)
+        ):
             raise LockfileError(f"{path} has an incomplete tool entry")
         try:
             actual = legacy_digest(definition)
@@ -154,7 +162,11 @@ def check_legacy(
         definition = normalize_tool(tool)
         name = definition["name"]
         pinned = lock.definitions.get(name)
-        if pinned is not None and "outputSchema" not in pinned[0] and definition["outputSchema"] is None:
+        if (
+            pinned is not None
+            and "outputSchema" not in pinned[0]
+            and definition["outputSchema"] is None
+        ):
             # A v0.1 lock never recorded outputSchema; an absent one still matches.
             del definition["outputSchema"]
         new[name] = Definition(key=name, hash=legacy_digest(definition), value=_js(definition))

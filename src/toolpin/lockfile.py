@@ -13,7 +13,8 @@ One format serves ``toolpin pin`` (an offline export, one entry) and ``toolpin l
           "server": {"name", "version", "protocolVersion"},   # identity, optional
           "surfaceHash": "<hex>",
           "tools":  {"setHash": "<hex>", "items": [{"name", "hash", "definition"}]},
-          "prompts": {...}, "resources": {... "uri" ...}, "resourceTemplates": {... "uriTemplate" ...},
+          "prompts": {...}, "resources": {... "uri" ...},
+          "resourceTemplates": {... "uriTemplate" ...},
           "instructions": {"hash": "<hex>|null", "text": "...|null"},
           "listingSha256": "<hex>"                      # raw bytes of the pinned export
         }
@@ -300,7 +301,9 @@ def _listing_from_json(kind: Kind, raw: JSONValue, *, path: Path, name: str) -> 
             raise _fail(path, name, f"an entry of {member} is incomplete")
         key = item.get(key_member)
         if not isinstance(key, str) or item["definition"].get(key_member) != key:
-            raise _fail(path, name, f"an entry of {member} does not match its definition's {key_member}")
+            raise _fail(
+                path, name, f"an entry of {member} does not match its definition's {key_member}"
+            )
         try:
             definition = Definition.of(kind, item["definition"])
         except (ListingError, JSONError) as exc:
@@ -332,11 +335,16 @@ def _identity_from_json(raw: JSONValue, *, path: Path, name: str) -> Identity:
         value = raw.get(key)
         if key == "protocolVersion" and key not in raw:
             continue
-        if not isinstance(value, str) or not value or value != value.strip() or any(
-            ord(c) < 0x20 for c in value
+        if (
+            not isinstance(value, str)
+            or not value
+            or value != value.strip()
+            or any(ord(c) < 0x20 for c in value)
         ):
             raise _fail(path, name, f"server {key} must be a non-empty single-line string")
         fields[key] = value
     return Identity(
-        name=fields["name"], version=fields["version"], protocol_version=fields.get("protocolVersion")
+        name=fields["name"],
+        version=fields["version"],
+        protocol_version=fields.get("protocolVersion"),
     )

@@ -150,7 +150,9 @@ def pin(
     )
     servers[entry_name] = entry
     write_lock(lock_path, servers)
-    return PinResult(lock=lock_path, entry_name=entry_name, entry=entry, partial=listing.export.partial)
+    return PinResult(
+        lock=lock_path, entry_name=entry_name, entry=entry, partial=listing.export.partial
+    )
 
 
 def _existing_entries(lock_path: Path) -> dict[str, LockEntry]:
@@ -212,7 +214,9 @@ def check(
         raise LockfileError(f"{lock_path} is not valid JSON: {exc.message}") from None
     if isinstance(doc, dict) and FORMAT_KEY in doc:
         lock = lock_from_json(doc, path=lock_path, intact=bytes_intact(lock_data))
-        name, entry = _pick_entry(lock.servers, entry_name, listing.export.snapshot.identity, lock_path)
+        name, entry = _pick_entry(
+            lock.servers, entry_name, listing.export.snapshot.identity, lock_path
+        )
         drift = compare(entry.snapshot, listing.export.snapshot)
         notes = tuple(f"not checked: {part}" for part in drift.not_checked)
         return CheckResult(
@@ -237,7 +241,9 @@ def _check_legacy(listing: Listing, lock_path: Path, lock_data: bytes) -> CheckR
     lock = read_legacy(lock_doc, lock_path)
     snapshot = listing.export.snapshot
     if snapshot.tools is None:
-        raise ListingError("listing has no tools array (expected result.tools, tools, or a bare list)")
+        raise ListingError(
+            "listing has no tools array (expected result.tools, tools, or a bare list)"
+        )
     raw_tools: list[JSONValue] = []
     for path, data in zip(listing.paths, listing.raw, strict=True):
         doc = _parse_listing(path, data, numbers="python")
@@ -290,9 +296,7 @@ def _pick_entry(
         return identity.name, servers[identity.name]
     if not servers:
         raise LockfileError(f"{lock_path} holds no servers")
-    raise LockfileError(
-        f"{lock_path} holds {len(servers)} servers; choose one with --server NAME"
-    )
+    raise LockfileError(f"{lock_path} holds {len(servers)} servers; choose one with --server NAME")
 
 
 def _fast_check(raws: Sequence[bytes], lock_data: bytes, wanted: str | None) -> CheckResult | None:

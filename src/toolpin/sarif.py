@@ -51,7 +51,11 @@ def _location(artifact: str, change_name: str, kind: str) -> dict[str, Any]:
 
 def _item_result(rules: _Rules, change: ItemChange, artifact: str) -> dict[str, Any]:
     kind = change.kind.value.replace("_", "-")
-    rule = rules.use(f"{kind}-{change.status}", f"A {kind.replace('-', ' ')} was {change.status}", _level(change.level))
+    rule = rules.use(
+        f"{kind}-{change.status}",
+        f"A {kind.replace('-', ' ')} was {change.status}",
+        _level(change.level),
+    )
     name = visible(change.key)
     labels = "; ".join(x.text for x in change.labels)
     return {
@@ -71,7 +75,7 @@ def _item_result(rules: _Rules, change: ItemChange, artifact: str) -> dict[str, 
 
 
 def sarif_log(drift: Drift, *, artifact: str, lock: str) -> dict[str, Any]:
-    """The SARIF document for ``drift`` (``artifact``: the listing path, ``lock``: the lock path)."""
+    """The SARIF document of ``drift`` (``artifact``: listing path, ``lock``: lock path)."""
     rules = _Rules()
     results: list[dict[str, Any]] = []
     for change in drift.changes:
@@ -79,7 +83,10 @@ def sarif_log(drift: Drift, *, artifact: str, lock: str) -> dict[str, Any]:
         if change.status != CHANGED:
             continue
         kind = change.kind.value.replace("_", "-")
-        for direction, findings in (("input", change.input_findings), ("output", change.output_findings)):
+        for direction, findings in (
+            ("input", change.input_findings),
+            ("output", change.output_findings),
+        ):
             for finding in findings:
                 severity = "warning" if finding.widened else "note"
                 rule = rules.use(finding.cls, f"JSON Schema change: {finding.cls}", severity)
@@ -89,8 +96,9 @@ def sarif_log(drift: Drift, *, artifact: str, lock: str) -> dict[str, Any]:
                         "ruleId": rule,
                         "level": severity,
                         "message": {
-                            "text": f"{kind} {visible(change.key)}: {where} {visible(finding.path)}: "
-                            f"{finding.kind}" + (" (widened)" if finding.widened else "")
+                            "text": f"{kind} {visible(change.key)}: {where} "
+                            f"{visible(finding.path)}: {finding.kind}"
+                            + (" (widened)" if finding.widened else "")
                         },
                         "locations": [_location(artifact, visible(change.key), kind)],
                         "properties": {
@@ -103,7 +111,9 @@ def sarif_log(drift: Drift, *, artifact: str, lock: str) -> dict[str, Any]:
                 )
     if drift.instructions is not None:
         severity = drift.instructions.labels[0].severity if drift.instructions.labels else "low"
-        rule = rules.use("instructions-changed", "The server's instructions changed", _level(severity))
+        rule = rules.use(
+            "instructions-changed", "The server's instructions changed", _level(severity)
+        )
         results.append(
             {
                 "ruleId": rule,

@@ -171,7 +171,9 @@ def parse_json(
     except _Reject as exc:
         raise JSONError(str(exc)) from None
     except json.JSONDecodeError as exc:
-        raise JSONError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        raise JSONError(
+            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
     except RecursionError:
         raise JSONError(f"nested more than {max_depth} levels deep") from None
     except ValueError as exc:  # e.g. int() on a 5,000-digit literal

@@ -183,7 +183,9 @@ class Drift:
 
     def summary_items(self) -> list[tuple[str, tuple[Label, ...]]]:
         """``(display name, labels)`` per changed thing, most severe first."""
-        items: list[tuple[str, tuple[Label, ...]]] = [(c.display_name, c.labels) for c in self.changes]
+        items: list[tuple[str, tuple[Label, ...]]] = [
+            (c.display_name, c.labels) for c in self.changes
+        ]
         if self.instructions is not None:
             items.append(("server instructions", self.instructions.labels))
         if self.identity.name_changed:
@@ -272,7 +274,9 @@ def _without_key(kind: Kind, definition: Definition) -> str:
     return canonical_json(value)
 
 
-def _renames(kind: Kind, removed: Sequence[Definition], added: Sequence[Definition]) -> dict[str, str]:
+def _renames(
+    kind: Kind, removed: Sequence[Definition], added: Sequence[Definition]
+) -> dict[str, str]:
     """Pairs of a removed and an added definition that look like a rename (both directions)."""
     if not removed or not added or len(removed) * len(added) > 2500:
         return {}
@@ -299,10 +303,12 @@ def description_diff(old: JSONValue, new: JSONValue) -> tuple[str, ...]:
     a, b = _text(old), _text(new)
     if a == b:
         return ()
+    # Split on "\n" only: str.splitlines() also splits on U+2028, U+2029, U+0085 and
+    # friends, which would hide a change between two of them.
     return tuple(
         difflib.unified_diff(
-            a.splitlines() or [""],
-            b.splitlines() or [""],
+            a.split("\n"),
+            b.split("\n"),
             "description (pinned)",
             "description (current)",
             n=1,
@@ -374,10 +380,12 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
         "annotations": False,  # an annotations difference is always reported by its flag
         "arguments": any(m.member == "arguments" for m in members),
     }
-    for member in _DETAILED[kind]:
-        if (member in a) != (member in b) and not explained[member]:
-            # e.g. "inputSchema": {} versus no inputSchema: the hash differs, say where
-            members.append(MemberChange(member, ADDED if member in b else REMOVED))
+    # e.g. "inputSchema": {} versus no inputSchema: the hash differs, say where
+    members.extend(
+        MemberChange(member, ADDED if member in b else REMOVED)
+        for member in _DETAILED[kind]
+        if (member in a) != (member in b) and not explained[member]
+    )
     old_text, new_text = canonical_json(a), canonical_json(b)
     structural = lab.structural_labels(
         fields_added=fields_added,
@@ -445,11 +453,14 @@ def _argument_changes(old: JSONValue, new: JSONValue) -> tuple[list[MemberChange
         members.append(
             MemberChange("arguments", ADDED, visible(name) + (" (required)" if req else ""))
         )
-    for name in sorted(n for n in a if n not in b):
-        members.append(MemberChange("arguments", REMOVED, visible(name)))
-    for name in sorted(n for n in a if n in b):
-        if canonical_json(a[name]) != canonical_json(b[name]):
-            members.append(MemberChange("arguments", CHANGED, visible(name)))
+    members.extend(
+        MemberChange("arguments", REMOVED, visible(name)) for name in sorted(set(a) - set(b))
+    )
+    members.extend(
+        MemberChange("arguments", CHANGED, visible(name))
+        for name in sorted(n for n in a if n in b)
+        if canonical_json(a[name]) != canonical_json(b[name])
+    )
     if not members and canonical_json(old) != canonical_json(new):
         members.append(MemberChange("arguments", CHANGED, "order"))
     return members, added

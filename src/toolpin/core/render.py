@@ -60,7 +60,9 @@ def _class_of(ranges: Iterable[tuple[int, int]]) -> str:
 
 
 _UNSAFE: Final = re.compile(_class_of(_UNSAFE_RANGES))
-_UNSAFE_MULTILINE: Final = re.compile(_class_of((*_UNSAFE_RANGES, (0x0009, 0x0009), (0x000D, 0x000D))))
+_UNSAFE_MULTILINE: Final = re.compile(
+    _class_of((*_UNSAFE_RANGES, (0x0009, 0x0009), (0x000D, 0x000D)))
+)
 _UNSAFE_ONE_LINE: Final = re.compile(
     _class_of((*_UNSAFE_RANGES, (0x0009, 0x000A), (0x000D, 0x000D)))
 )

@@ -103,9 +103,11 @@ class Definition:
     @classmethod
     def of(cls, kind: Kind, value: Mapping[str, JSONValue]) -> Definition:
         """Hash a parsed definition. Raises :class:`ListingError` if it has no usable key."""
-        key = value.get(kind.key_member) if isinstance(value, Mapping) else None
+        key = value.get(kind.key_member)
         if not isinstance(key, str):
-            raise ListingError(f"each {kind.value.replace('_', ' ')} needs a string {kind.key_member}")
+            raise ListingError(
+                f"each {kind.value.replace('_', ' ')} needs a string {kind.key_member}"
+            )
         digest = hashlib.sha256(canonical_bytes(value)).hexdigest()
         return cls(key=key, hash=digest, value=dict(value))
 
@@ -259,7 +261,9 @@ def _single_line(value: JSONValue, what: str) -> str:
     return value
 
 
-def _identity_from(obj: Mapping[str, JSONValue], *, allow_protocol_only: bool = False) -> Identity | None:
+def _identity_from(
+    obj: Mapping[str, JSONValue], *, allow_protocol_only: bool = False
+) -> Identity | None:
     has_info = "serverInfo" in obj
     has_protocol = "protocolVersion" in obj
     if not has_info and not has_protocol:
@@ -390,13 +394,15 @@ def snapshot_from_export(pages: JSONValue | Sequence[JSONValue], *, paged: bool 
     With ``paged=False`` ``pages`` is one parsed document; with ``paged=True`` it is a
     sequence of parsed documents, the pages of one listing in any order.
     """
-    docs: Sequence[JSONValue] = pages if paged else [pages]  # type: ignore[assignment]
+    docs: Sequence[JSONValue] = pages if paged else [pages]
     parts = _Parts()
     for doc in docs:
         parts.next_cursor = None
         _read_page(doc, parts)
     if not parts.items:
-        raise ListingError("listing has no tools array (expected result.tools, tools, or a bare list)")
+        raise ListingError(
+            "listing has no tools array (expected result.tools, tools, or a bare list)"
+        )
     identity = _merge_identities(parts.identities)
     instructions, known = _merge_instructions(parts.instructions)
     listings: dict[Kind, Listing] = {}
