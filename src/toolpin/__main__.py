@@ -1,6 +1,77 @@
-"""``python -m toolpin``."""
+"""Entry point of the ``toolpin`` command (and ``python -m toolpin``).
 
-from toolpin.cli import main
+``toolpin run`` is started by every MCP client for every wrapped server, so its start-up
+time matters: a plain ``run`` command line is parsed here without importing click and
+goes straight to the proxy. Everything else (including ``run --help`` and any usage
+error) goes through the click CLI in :mod:`toolpin.cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+_VALUE_OPTIONS = {"--name": "name", "--timeout": "timeout", "--lock": "lock"}
+_FLAGS = {"--quiet": "quiet", "--only-locked": "only_locked"}
+
+
+def _parse_run(args: list[str]) -> dict[str, Any] | None:
+    """Options and command of ``toolpin run``; None when click should handle it."""
+    options: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if not arg.startswith("-"):
+            break
+        name, eq, value = arg.partition("=")
+        if name in _VALUE_OPTIONS:
+            if not eq:
+                if i + 1 >= len(args):
+                    return None
+                value = args[i + 1]
+                i += 1
+            options[_VALUE_OPTIONS[name]] = value
+        elif arg in _FLAGS:
+            options[_FLAGS[arg]] = True
+        else:
+            return None  # --help, a typo, ...: let click explain
+        i += 1
+    command = args[i:]
+    if not command:
+        return None
+    if "timeout" in options:
+        try:
+            options["timeout"] = float(options["timeout"])
+        except ValueError:
+            return None
+    options["argv"] = command
+    return options
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] == "run":
+        parsed = _parse_run(args[1:])
+        if parsed is not None:
+            from toolpin.errors import ToolpinError
+            from toolpin.runner import run_proxy
+
+            try:
+                code = run_proxy(**parsed)
+            except ToolpinError as exc:
+                sys.stderr.write(f"toolpin: {exc.diagnostics()}\n")
+                code = exc.exit_code
+            except KeyboardInterrupt:
+                code = 130
+            sys.exit(code)
+    from toolpin.cli import main as cli_main
+
+    cli_main(args)
+
 
 if __name__ == "__main__":
     main()

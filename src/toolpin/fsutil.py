@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,6 +42,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
 
     On any failure the target is untouched and no temporary file is left behind.
     """
+    import tempfile
+
     directory = path.parent
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     tmp = Path(tmp_name)

@@ -1,31 +1,16 @@
 """Terminal output helpers for the CLI: colour decisions and printing styled lines.
 
-Colour only when the stream is a terminal and ``NO_COLOR`` is not set (any value,
-https://no-color.org); ``TOOLPIN_COLOR=1`` forces it (for screenshots and tests).
+Colour follows :func:`toolpin.console.wants_color` (a TTY, never with ``NO_COLOR``).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable
-from typing import TextIO
-
 import click
 
+from toolpin.console import wants_color
 from toolpin.core.render import Line, to_text
-
-
-def wants_color(stream: TextIO) -> bool:
-    """Whether to colour output written to ``stream``."""
-    if os.environ.get("NO_COLOR", "") != "":
-        return False
-    if os.environ.get("TOOLPIN_COLOR") == "1":
-        return True
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def stdout_color() -> bool:

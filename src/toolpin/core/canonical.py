@@ -30,8 +30,6 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
-import rfc8785
-
 from toolpin.errors import JSONError
 
 JSONValue = Any
@@ -266,6 +264,8 @@ def canonical_json(value: JSONValue) -> str:
 
 
 def _general_canonical(value: JSONValue) -> str:
+    import rfc8785  # only for the rare value the fast path cannot take
+
     if has_lone_surrogate(value):
         return "".join(_serialize_with_surrogates(value))
     try:
@@ -318,6 +318,8 @@ def _serialize_with_surrogates(value: Any) -> Iterable[str]:
     elif kind is str:
         yield _escape_string(value)
     else:
+        import rfc8785
+
         yield rfc8785.dumps(_for_rfc8785(value)).decode("ascii")
 
 

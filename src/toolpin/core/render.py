@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-import difflib
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -59,13 +59,15 @@ def _class_of(ranges: Iterable[tuple[int, int]]) -> str:
     return "[" + "".join(parts) + "]"
 
 
-_UNSAFE: Final = re.compile(_class_of(_UNSAFE_RANGES))
-_UNSAFE_MULTILINE: Final = re.compile(
-    _class_of((*_UNSAFE_RANGES, (0x0009, 0x0009), (0x000D, 0x000D)))
-)
-_UNSAFE_ONE_LINE: Final = re.compile(
-    _class_of((*_UNSAFE_RANGES, (0x0009, 0x000A), (0x000D, 0x000D)))
-)
+@functools.cache
+def _pattern(kind: str) -> re.Pattern[str]:
+    # Compiled on first use: the proxy's start path rarely needs them.
+    extra: tuple[tuple[int, int], ...] = ()
+    if kind == "multiline":
+        extra = ((0x0009, 0x0009), (0x000D, 0x000D))
+    elif kind == "one-line":
+        extra = ((0x0009, 0x000A), (0x000D, 0x000D))
+    return re.compile(_class_of((*_UNSAFE_RANGES, *extra)))
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -78,13 +80,14 @@ def visible(text: str, *, multiline: bool = False) -> str:
     With ``multiline=False`` (for names, labels and one-line fields) newlines, tabs and
     carriage returns are escaped too; with ``multiline=True`` newlines are kept.
     """
-    pattern = _UNSAFE_MULTILINE if multiline else _UNSAFE_ONE_LINE
-    return pattern.sub(_escape, text)
+    if text.isascii() and text.isprintable():
+        return text  # the common case: nothing to escape
+    return _pattern("multiline" if multiline else "one-line").sub(_escape, text)
 
 
 def has_unsafe(text: str) -> bool:
     """True when :func:`visible` would change ``text`` (newlines and tabs excepted)."""
-    return _UNSAFE.search(text) is not None
+    return _pattern("plain").search(text) is not None
 
 
 def clip(text: str, limit: int = 80) -> str:
@@ -147,6 +150,8 @@ def line_diff(
     context: int = COLLAPSE_AFTER,
 ) -> list[Line]:
     """A unified-style line diff; unchanged runs longer than ``context`` are collapsed."""
+    import difflib
+
     out = [Line(f"--- {old_label}", "del"), Line(f"+++ {new_label}", "add")]
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():

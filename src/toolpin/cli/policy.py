@@ -1,0 +1,86 @@
+"""``toolpin policy``: admin policy files for Claude Code, Copilot, Codex and Cursor."""
+
+from __future__ import annotations
+
+import click
+
+from toolpin.cli import cli
+
+PRODUCT_CHOICES = ("claude-code", "copilot", "codex", "cursor", "all")
+
+
+@cli.command("policy")
+@click.argument("product", type=click.Choice(PRODUCT_CHOICES))
+@click.option(
+    "--config",
+    "config",
+    default=".mcp.json",
+    show_default=True,
+    metavar="FILE",
+    help="The approved servers (mcpServers or servers; comments allowed).",
+)
+@click.option(
+    "--lock", required=True, metavar="ABS", help="Absolute path of the lock on every machine."
+)
+@click.option(
+    "--out",
+    default="toolpin-policy",
+    show_default=True,
+    metavar="DIR",
+    help="Write <DIR>/<product>/...",
+)
+@click.option(
+    "--launcher",
+    default="uvx",
+    show_default=True,
+    metavar="uvx|toolpin|PATH",
+    help="How machines start toolpin: uvx toolpin@<version>, toolpin on PATH, or a path.",
+)
+def policy_command(product: str, config: str, lock: str, out: str, launcher: str) -> int:
+    """Write admin files that allow only the approved servers, each behind the proxy.
+
+    Every approved local server runs as `toolpin run --lock ABS --only-locked`; remote
+    servers are listed by URL; environment values are never written.
+    """
+    from pathlib import Path
+
+    from toolpin import policy
+    from toolpin.errors import InputError
+
+    policy.check_lock_path(lock)
+    try:
+        text = Path(config).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise InputError(f"cannot read {config} (not found)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else exc.strerror
+        raise InputError(f"cannot read {config} ({reason})") from None
+    servers, notes = policy.read_approved(text)
+    if launcher == "uvx":
+        argv0: tuple[str, ...] = policy.default_launcher()
+    else:
+        argv0 = (launcher,)
+    products = policy.PRODUCTS if product == "all" else (product,)
+    outputs = [
+        policy.build(p, servers, lock=lock, launcher=argv0, notes=notes)  # type: ignore[arg-type]
+        for p in products
+    ]
+    for output in outputs:
+        target = policy.write(output, Path(out))
+        names = ", ".join(f.name for f in output.files)
+        click.echo(
+            f"{output.product}: wrote {names} for {output.server_count} server(s) to {target}"
+        )
+        click.echo(f"  {policy.DEPLOY[output.product]}")
+    all_notes = dict.fromkeys(n for o in outputs for n in o.notes)
+    for note in all_notes:
+        click.echo(f"Note: {note}")
+    click.echo(
+        f"Deploy the lock at {lock} on every machine as well: --only-locked refuses any "
+        "server it does not list."
+    )
+    click.echo(
+        "These match each wrapped command exactly, so regenerate them when the approved list "
+        "or the toolpin version changes. Deploying them is your step: nothing here is installed."
+    )
+    return 0

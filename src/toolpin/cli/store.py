@@ -1,0 +1,205 @@
+"""The local pin store: ``list``, ``show``, ``review``, ``approve``, ``forget``, ``verify``."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from toolpin.cli import cli
+from toolpin.cli._output import echo_lines, stdout_color
+
+if TYPE_CHECKING:
+    from toolpin.core.render import Line
+    from toolpin.core.snapshot import Snapshot
+    from toolpin.store import PinRecord
+
+
+def _store() -> Any:
+    from toolpin.store import PinStore
+
+    return PinStore()
+
+
+def _record_json(record: PinRecord, *, full: bool) -> dict[str, Any]:
+    snap = record.snapshot
+    out: dict[str, Any] = {
+        "id": record.id,
+        "label": record.label,
+        "pinned_at": record.pinned_at,
+        "surface_hash": snap.surface_hash(),
+        "counts": snap.counts(),
+        "instructions_hash": snap.instructions_hash,
+        "pending": None,
+    }
+    if snap.identity is not None:
+        out["server"] = snap.identity.to_json()
+    if record.pending is not None:
+        out["pending"] = {
+            "observed_at": record.pending.observed_at,
+            "digest": record.pending.digest,
+            "mid_session": record.pending.mid_session,
+        }
+    if full:
+        for listing in snap.listings():
+            out[listing.kind.list_member] = {
+                "set_hash": listing.set_hash,
+                "items": [{"key": d.key, "hash": d.hash} for d in listing.items],
+            }
+    return out
+
+
+@cli.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_command(as_json: bool) -> int:
+    """List the pinned servers (a change waiting for review is marked)."""
+    from toolpin.core.render import Line, visible
+    from toolpin.store import PinRecord
+
+    records = _store().all()
+    if as_json:
+        out = []
+        for item in records:
+            if isinstance(item, PinRecord):
+                out.append(_record_json(item, full=False))
+            else:
+                out.append({"id": item[0], "error": item[1].message})
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+    if not records:
+        click.echo("no pinned servers yet")
+        return 0
+    lines: list[Line] = []
+    for item in records:
+        if not isinstance(item, PinRecord):
+            lines.append(Line(f"{item[0]}  UNREADABLE: {item[1].message}", "bad"))
+            continue
+        snap = item.snapshot
+        tools = len(snap.tools) if snap.tools is not None else 0
+        text = f"{item.id}  {tools:>3} tools  {snap.surface_hash()[:12]}  {visible(item.label)}"
+        if item.pending is not None:
+            lines.append(Line(text + "  CHANGE WAITING FOR REVIEW", "bad"))
+        else:
+            lines.append(Line(text))
+    echo_lines(lines, color=stdout_color())
+    return 0
+
+
+def _load(server_id: str) -> PinRecord:
+    from toolpin.serverid import check_id
+
+    record: PinRecord = _store().require(check_id(server_id))
+    return record
+
+
+def _snapshot_lines(snap: Snapshot, indent: str = "  ") -> list[Line]:
+    from toolpin.core.render import Line, visible
+
+    lines = []
+    for listing in snap.listings():
+        prefix = "" if listing.kind.value == "tool" else listing.kind.value.replace("_", " ") + " "
+        lines.extend(Line(f"{indent}{d.hash[:16]}  {prefix}{visible(d.key)}") for d in listing.items)
+    if snap.instructions_hash is not None:
+        lines.append(Line(f"{indent}{snap.instructions_hash[:16]}  server instructions"))
+    return lines
+
+
+@cli.command("show")
+@click.argument("server_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def show_command(server_id: str, as_json: bool) -> int:
+    """Show what is pinned for one server."""
+    from toolpin.core.render import Line, visible
+
+    record = _load(server_id)
+    if as_json:
+        click.echo(json.dumps(_record_json(record, full=True), indent=2, ensure_ascii=False))
+        return 0
+    snap = record.snapshot
+    lines = [
+        Line(visible(record.label), "header"),
+        Line(f"pinned {record.pinned_at}"),
+        Line(f"surface {snap.surface_hash()}"),
+    ]
+    if snap.identity is not None:
+        lines.append(Line(f"server says it is {visible(snap.identity.label())}", "dim"))
+    lines += _snapshot_lines(snap)
+    if record.pending is not None:
+        lines.append(Line(f"A change is waiting for review: toolpin review {record.id}", "bad"))
+    echo_lines(lines, color=stdout_color())
+    return 0
+
+
+@cli.command("review")
+@click.argument("server_id", metavar="ID")
+def review_command(server_id: str) -> int:
+    """Show the change waiting for review, labelled, with the full diff."""
+    from toolpin.core.drift import compare
+    from toolpin.core.render import Line, visible
+    from toolpin.core.report import review_lines
+
+    record = _load(server_id)
+    if record.pending is None:
+        click.echo(f"nothing pending for {visible(record.label)}")
+        return 0
+    drift = compare(record.snapshot, record.pending.snapshot)
+    lines = [
+        Line(visible(record.label), "header"),
+        Line(f"approved  {record.pinned_at}"),
+        Line(f"observed  {record.pending.observed_at}"
+             + ("  (during a session)" if record.pending.mid_session else "")),
+        Line(""),
+        *review_lines(drift),
+        Line(""),
+        Line(f"If you accept this change:  toolpin approve {record.id} --expect {record.pending.digest[:16]}"),
+        Line("Otherwise, do nothing and the pin stands."),
+    ]
+    echo_lines(lines, color=stdout_color())
+    return 0
+
+
+@cli.command("approve")
+@click.argument("server_id", metavar="ID")
+@click.option("--expect", default=None, metavar="DIGEST",
+              help="Approve only if the waiting change is this one (as printed by review).")
+def approve_command(server_id: str, expect: str | None) -> int:
+    """Accept the change waiting for review: it becomes the pin."""
+    from toolpin.core.render import visible
+    from toolpin.serverid import check_id
+
+    record = _store().approve(check_id(server_id), expect=expect)
+    click.echo(f"re-pinned {visible(record.label)} at {record.snapshot.surface_hash()[:12]}")
+    return 0
+
+
+@cli.command("forget")
+@click.argument("server_id", metavar="ID")
+def forget_command(server_id: str) -> int:
+    """Delete a pin; the server is pinned again on its next start."""
+    from toolpin.serverid import check_id
+
+    sid = check_id(server_id)
+    if not _store().forget(sid):
+        from toolpin.errors import InputError
+
+        raise InputError(f"unknown server id {sid}", advice="See `toolpin list` for pinned servers.")
+    click.echo("forgotten; it will be pinned again on its next start")
+    return 0
+
+
+@cli.command("verify")
+def verify_command() -> int:
+    """Check the local audit log's hash chain."""
+    from toolpin.audit import verify_chain
+
+    store = _store()
+    report = verify_chain(store.audit_path)
+    if report.entries == 0 and report.ok:
+        click.echo("no local audit log yet")
+        return 0
+    if report.ok:
+        click.echo(f"audit log ok, {report.entries} entries, chain intact")
+        return 0
+    click.echo(f"audit log BROKEN: {report.problem} (after {report.entries} good entries)", err=True)
+    return 1

@@ -1,0 +1,195 @@
+"""``toolpin wrap`` and ``toolpin unwrap``: the proxy in front of every local server."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from toolpin.cli import cli
+
+if TYPE_CHECKING:
+    from toolpin.clients.locations import ConfigLocation
+    from toolpin.clients.wrap import Plan
+
+
+def _locations(configs: tuple[str, ...], project: bool) -> list[ConfigLocation]:
+    """The files named with ``--config``, else every known client's (plus the project's)."""
+    from pathlib import PurePath
+
+    from toolpin.clients.locations import (
+        ConfigLocation,
+        current_system,
+        explicit_config,
+        known_configs,
+    )
+
+    if configs:
+        from toolpin.errors import InputError
+
+        for c in configs:
+            if not os.path.isfile(c):
+                raise InputError(f"cannot read {c} (not found)")
+        found = [explicit_config(PurePath(os.path.abspath(c))) for c in configs]
+        return [ConfigLocation(c.client, c.path, c.dialect, project) for c in found]
+    project_dir = PurePath(os.getcwd()) if project else None
+    return known_configs(current_system(), os.environ, project_dir=project_dir)
+
+
+def _print_plan(plan: Plan) -> None:
+    from toolpin.core.render import visible
+
+    for f in plan.files:
+        if not f.changes and not f.error and not any(e.note for e in f.entries):
+            continue
+        click.echo(f"{f.location.client}  {f.path}")
+        if f.error:
+            click.echo(f"    {f.error}")
+            continue
+        for e in f.entries:
+            scope = f"  ({visible(e.scope)})" if e.scope else ""
+            if e.action == "protect":
+                click.echo(f"  + protect    {visible(e.name)}{scope}")
+            elif e.action == "unprotect":
+                click.echo(f"  - unprotect  {visible(e.name)}{scope}")
+            elif e.action == "add-lock":
+                click.echo(f"  + add --lock {visible(e.name)}{scope}")
+            else:
+                click.echo(f"    {visible(e.name)}{scope}: {e.note}")
+            if e.warning and e.action != "skip":
+                click.echo(f"      ! {visible(e.warning)}")
+
+
+def _confirm(question: str, yes: bool, dry_run: bool) -> bool:
+    if dry_run:
+        click.echo("Dry run: nothing written.")
+        return False
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        click.echo("Nothing written. Run again with --yes to apply.")
+        return False
+    answer = click.prompt(question, default="", show_default=False, prompt_suffix=" ")
+    if not answer.strip().lower().startswith("y"):
+        click.echo("Nothing written.")
+        return False
+    return True
+
+
+def _nothing_found(plan: Plan, command: str) -> bool:
+    if plan.files:
+        return False
+    from toolpin.clients.locations import CLIENT_NAMES
+
+    click.echo(f"No MCP config found for {', '.join(CLIENT_NAMES)}.")
+    click.echo(f"Point at another one with: toolpin {command} --config <file>")
+    return True
+
+
+@cli.command("wrap")
+@click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
+@click.option("--dry-run", is_flag=True, help="Show the plan and write nothing.")
+@click.option(
+    "--config",
+    "configs",
+    multiple=True,
+    metavar="FILE",
+    help="Only this config file (repeatable; .toml is read as Codex).",
+)
+@click.option(
+    "--project", is_flag=True, help="Also the project's shared .mcp.json, .vscode/, .cursor/."
+)
+@click.option("--lock", metavar="FILE", help="Enforce this lockfile in project entries.")
+@click.option(
+    "--launcher",
+    default="path",
+    show_default=True,
+    type=click.Choice(["path", "uvx"]),
+    help="Start toolpin by its absolute path, or with uvx toolpin@<version>.",
+)
+def wrap_command(
+    yes: bool,
+    dry_run: bool,
+    configs: tuple[str, ...],
+    project: bool,
+    lock: str | None,
+    launcher: str,
+) -> int:
+    """Put the toolpin proxy in front of every local MCP server of every known client.
+
+    Remote servers are left alone. Every file is backed up under the toolpin home first;
+    `toolpin unwrap` puts each entry back as it was.
+    """
+    from pathlib import Path
+
+    from toolpin.clients.wrap import (
+        apply,
+        check_lock_file,
+        installed_launcher,
+        plan_wrap,
+        uvx_launcher,
+    )
+
+    if lock and not project:
+        raise click.UsageError("--lock is for the project's shared .mcp.json: add --project.")
+    if lock:
+        check_lock_file(lock, Path.cwd())  # before anything is planned or written
+    chosen = uvx_launcher() if launcher == "uvx" else installed_launcher()
+    plan = plan_wrap(_locations(configs, project), launcher=chosen, lock=lock)
+    if _nothing_found(plan, "wrap"):
+        return 0
+    _print_plan(plan)
+    unreadable = 2 if any(f.error for f in plan.files) else 0
+    count = plan.change_count
+    if count == 0:
+        if unreadable:
+            click.echo("Nothing else to change; the files above are left as they are.")
+        else:
+            click.echo("Nothing to change: every local server found is already protected.")
+        return unreadable
+    if not _confirm(
+        f"Protect {count} server(s)? Each file is backed up first. [y/N]", yes, dry_run
+    ):
+        return unreadable
+    for written in apply(plan):
+        click.echo(f"  wrote  {written.path}")
+        click.echo(f"  backup {written.backup}")
+    click.echo("Restart those apps so they load the change.")
+    click.echo(
+        "If an app asks to allow a command, the wrapped command is: "
+        f"{' '.join(chosen.argv)} run --name <server> -- <original command>"
+    )
+    click.echo("Undo any time with: toolpin unwrap")
+    return unreadable
+
+
+@cli.command("unwrap")
+@click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
+@click.option("--dry-run", is_flag=True, help="Show the plan and write nothing.")
+@click.option("--config", "configs", multiple=True, metavar="FILE", help="Only this config file.")
+@click.option("--project", is_flag=True, help="Also the project's shared config files.")
+def unwrap_command(yes: bool, dry_run: bool, configs: tuple[str, ...], project: bool) -> int:
+    """Take the toolpin proxy (or mcp-pin's) out of every wrapped server entry."""
+    from toolpin.clients.wrap import apply, plan_unwrap
+
+    plan = plan_unwrap(_locations(configs, project))
+    if _nothing_found(plan, "unwrap"):
+        return 0
+    _print_plan(plan)
+    unreadable = 2 if any(f.error for f in plan.files) else 0
+    count = plan.change_count
+    if count == 0:
+        click.echo("Nothing to unwrap.")
+        return unreadable
+    if not _confirm(
+        f"Unprotect {count} server(s)? Each file is backed up first. [y/N]", yes, dry_run
+    ):
+        return unreadable
+    for written in apply(plan):
+        click.echo(f"  wrote  {written.path}")
+        click.echo(f"  backup {written.backup}")
+    click.echo("Restart those apps so they load the change.")
+    click.echo("Your pins stay in place; toolpin wrap puts protection back.")
+    return unreadable

@@ -1,0 +1,472 @@
+"""Put the toolpin proxy in front of every local MCP server of a client config, and back.
+
+A wrapped stdio entry keeps every other key; its command becomes the launcher (the
+absolute path of the installed ``toolpin``, or ``uvx toolpin@<version>``) and its
+arguments ``run --name <entry> [--lock F] -- <original command> <original args>``. The
+proxy derives the server's id from the argv after ``--``, so pins survive wrapping.
+
+Planning reads and computes everything (nothing is written); :func:`apply` backs each
+file up under ``toolpin_home()/backups`` and replaces it atomically, under a lock, and
+only when the file still holds the bytes the plan was made from.
+
+Byte-for-byte undo: the edit inserts text and moves the original command token; unwrap
+deletes the inserted text and moves the token back. The one thing a file cannot show is
+whether ``args`` existed before the wrap added it; that fact is kept in a small journal
+(``toolpin_home()/wrap-journal.json``) so unwrap can remove the member again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from toolpin import __version__
+from toolpin.clients.documents import ConfigDocument, Entry, open_document
+from toolpin.clients.locations import ConfigLocation
+from toolpin.errors import ConfigError, PackageError
+from toolpin.fsutil import atomic_write, ensure_private_dir, locked, toolpin_home
+from toolpin.packages.spec import detect_package, runner_name
+
+MAX_CONFIG_BYTES = 32 * 1024 * 1024
+Mode = Literal["wrap", "unwrap"]
+Action = Literal["protect", "unprotect", "add-lock", "skip"]
+
+_TOOLPIN_SPEC = re.compile(r"toolpin(@[^\s]+|==[^\s]+)?")
+_MCP_PIN_SPEC = re.compile(r"mcp-pin(@.*)?")
+
+
+# ---- launcher ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """The argv that starts toolpin: ``(/abs/toolpin,)`` or ``(uvx, toolpin@<version>)``."""
+
+    argv: tuple[str, ...]
+
+    def command_line(self, name: str, inner: Sequence[str], lock: str | None = None) -> list[str]:
+        """The full wrapped argv for a server ``name`` running ``inner``."""
+        return [*self.argv, *proxy_args(name, lock), *inner]
+
+
+def proxy_args(name: str, lock: str | None = None, *, only_locked: bool = False) -> list[str]:
+    """``run --name <name> [--lock F [--only-locked]] --``."""
+    flags = ["--lock", lock] if lock else []
+    if lock and only_locked:
+        flags.append("--only-locked")
+    return ["run", "--name", name, *flags, "--"]
+
+
+def installed_launcher() -> Launcher:
+    """The installed ``toolpin`` console script, as an absolute path.
+
+    GUI clients do not inherit the shell's PATH, so a bare ``toolpin`` may not start
+    from them. Looks next to ``sys.executable`` first, then on PATH.
+    """
+    script = "toolpin.exe" if os.name == "nt" else "toolpin"
+    beside = Path(sys.executable).parent / script
+    if beside.is_file():
+        return Launcher((str(beside.absolute()),))
+    found = shutil.which("toolpin")
+    if found:
+        return Launcher((str(Path(found).absolute()),))
+    raise ConfigError(
+        "cannot find the installed toolpin command",
+        advice="Install toolpin (pipx install toolpin), or use --launcher uvx.",
+    )
+
+
+def uvx_launcher(version: str = __version__) -> Launcher:
+    """``uvx toolpin@<version>`` (uvx's exact-version syntax); uvx by absolute path if found."""
+    uvx = shutil.which("uvx")
+    return Launcher((str(Path(uvx).absolute()) if uvx else "uvx", f"toolpin@{version}"))
+
+
+# ---- recognising wrapped entries -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WrappedForm:
+    """An entry already behind a proxy: toolpin's own forms, or mcp-pin's."""
+
+    by: Literal["toolpin", "mcp-pin"]
+    run_index: int
+    dashdash: int | None
+    flags: tuple[str, ...]
+
+    @property
+    def inner_start(self) -> int | None:
+        return None if self.dashdash is None else self.dashdash + 1
+
+    def flag_value(self, flag: str) -> str | None:
+        for i, arg in enumerate(self.flags):
+            if arg == flag and i + 1 < len(self.flags):
+                return self.flags[i + 1]
+            if arg.startswith(flag + "="):
+                return arg.split("=", 1)[1]
+        return None
+
+
+def recognise_wrap(argv: Sequence[str]) -> WrappedForm | None:
+    """How ``argv`` is wrapped, or ``None`` when it runs a server directly."""
+    if not argv:
+        return None
+    runner = runner_name(argv[0])
+    run_index: int | None = None
+    by: Literal["toolpin", "mcp-pin"] = "toolpin"
+    if runner == "toolpin" and len(argv) > 1 and argv[1] == "run":
+        run_index = 1
+    elif runner.startswith("python") or runner == "py":
+        for i in range(1, min(len(argv) - 2, 4)):
+            if argv[i] == "-m" and argv[i + 1] == "toolpin" and argv[i + 2] == "run":
+                run_index = i + 2
+                break
+    elif runner in ("uvx", "uv", "pipx"):
+        for i in range(1, min(len(argv) - 1, 8)):
+            if _TOOLPIN_SPEC.fullmatch(argv[i]) and argv[i + 1] == "run":
+                run_index = i + 1
+                break
+    if run_index is None:
+        by = "mcp-pin"
+        if runner == "mcp-pin":
+            run_index = 0
+        else:
+            first_dd = argv.index("--") if "--" in argv else len(argv)
+            run_index = next(
+                (i for i in range(1, first_dd) if _MCP_PIN_SPEC.fullmatch(argv[i])), None
+            )
+    if run_index is None:
+        return None
+    dashdash = next((i for i in range(run_index + 1, len(argv)) if argv[i] == "--"), None)
+    end = dashdash if dashdash is not None else len(argv)
+    return WrappedForm(by, run_index, dashdash, tuple(argv[run_index + 1 : end]))
+
+
+def package_warning(argv: Sequence[str]) -> str | None:
+    """A one-line warning when ``argv`` runs a registry package not held at one version."""
+    try:
+        ref = detect_package(argv)
+    except PackageError as exc:
+        return exc.message
+    if ref is None or ref.pinned:
+        return None
+    if ref.ecosystem == "oci":
+        return f"image {ref.name} is not pinned by digest, so it can change on any start"
+    what = "newest version" if ref.requested in ("", "latest") else repr(ref.requested)
+    return f"{ref.name}, {what}: not pinned, so its code can change on any start"
+
+
+# ---- plans ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EntryPlan:
+    name: str
+    scope: str | None
+    action: Action
+    note: str | None = None
+    """Why an entry is skipped ("remote server: ...", "already protected")."""
+    warning: str | None = None
+    """The package is not pinned (see :func:`package_warning`)."""
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    location: ConfigLocation
+    path: Path
+    entries: tuple[EntryPlan, ...] = ()
+    before: bytes = b""
+    after: bytes = b""
+    error: str | None = None
+    journal_add: tuple[str, ...] = ()
+    journal_remove: tuple[str, ...] = ()
+
+    @property
+    def changes(self) -> list[EntryPlan]:
+        return [e for e in self.entries if e.action != "skip"]
+
+    @property
+    def changed(self) -> bool:
+        return self.error is None and self.after != self.before
+
+
+@dataclass(frozen=True)
+class Plan:
+    mode: Mode
+    files: tuple[FilePlan, ...]
+    searched: tuple[ConfigLocation, ...] = field(default=())
+
+    @property
+    def change_count(self) -> int:
+        return sum(len(f.changes) for f in self.files if f.changed)
+
+
+def journal_key(path: Path, entry: Entry) -> str:
+    return f"{path}\x00{json.dumps(list(entry.path), ensure_ascii=False)}"
+
+
+def _read_config(location: ConfigLocation) -> tuple[Path, bytes, str] | FilePlan | None:
+    path = Path(str(location.path))
+    try:
+        if not path.is_file():
+            return None
+        real = path.resolve()
+        if real.stat().st_size > MAX_CONFIG_BYTES:
+            return FilePlan(location, real, error="larger than 32 MiB; left as it is")
+        data = real.read_bytes()
+    except OSError as exc:
+        return FilePlan(location, path, error=f"cannot read it ({exc.strerror or exc})")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return FilePlan(location, real, before=data, after=data, error="not UTF-8 text")
+    return real, data, text
+
+
+def _open(
+    location: ConfigLocation, path: Path, data: bytes, text: str
+) -> ConfigDocument | FilePlan:
+    try:
+        return open_document(text, location.dialect)
+    except ConfigError as exc:
+        kind = "TOML" if location.dialect == "codex" else "JSON"
+        return FilePlan(
+            location,
+            path,
+            before=data,
+            after=data,
+            error=f"not valid {kind} ({exc.message}); edit it by hand",
+        )
+
+
+def plan_wrap(
+    locations: Iterable[ConfigLocation],
+    *,
+    launcher: Launcher,
+    lock: str | None = None,
+) -> Plan:
+    """What ``toolpin wrap`` would change; reads files, writes nothing.
+
+    ``lock`` (``--lock``) is written into entries of project files only.
+    """
+    files: list[FilePlan] = []
+    searched = tuple(locations)
+    for location in searched:
+        read = _read_config(location)
+        if read is None or isinstance(read, FilePlan):
+            if read is not None:
+                files.append(read)
+            continue
+        path, data, text = read
+        doc = _open(location, path, data, text)
+        if isinstance(doc, FilePlan):
+            files.append(doc)
+            continue
+        file_lock = lock if location.project else None
+        plans: list[EntryPlan] = []
+        journal_add: list[str] = []
+        for entry in doc.entries():
+            plan, added = _wrap_entry(doc, entry, launcher, file_lock)
+            plans.append(plan)
+            if added:
+                journal_add.append(journal_key(path, entry))
+        after = doc.text().encode("utf-8")
+        files.append(FilePlan(location, path, tuple(plans), data, after, None, tuple(journal_add)))
+    return Plan("wrap", tuple(files), searched)
+
+
+def _wrap_entry(
+    doc: ConfigDocument, entry: Entry, launcher: Launcher, lock: str | None
+) -> tuple[EntryPlan, bool]:
+    if entry.kind == "remote":
+        return EntryPlan(
+            entry.name, entry.scope, "skip", "remote server: the proxy speaks stdio only"
+        ), False
+    if entry.kind != "stdio":
+        return EntryPlan(entry.name, entry.scope, "skip", entry.reason), False
+    form = recognise_wrap(entry.argv)
+    if form is not None and form.by == "mcp-pin":
+        return EntryPlan(
+            entry.name,
+            entry.scope,
+            "skip",
+            "wrapped by mcp-pin: run toolpin unwrap first, then toolpin wrap",
+        ), False
+    if form is not None:
+        inner = entry.argv[form.inner_start :] if form.inner_start else ()
+        warning = package_warning(inner)
+        if lock and form.flag_value("--lock") is None and form.dashdash is not None:
+            doc.insert_args(entry, form.dashdash, ["--lock", lock])
+            return EntryPlan(entry.name, entry.scope, "add-lock", None, warning), False
+        return EntryPlan(entry.name, entry.scope, "skip", "already protected", warning), False
+    prefix = [*launcher.argv, *proxy_args(entry.name, lock)]
+    doc.wrap(entry, prefix)
+    return EntryPlan(
+        entry.name, entry.scope, "protect", None, package_warning(entry.argv)
+    ), entry.shape == "split" and not entry.has_args
+
+
+def plan_unwrap(locations: Iterable[ConfigLocation], *, journal: set[str] | None = None) -> Plan:
+    """What ``toolpin unwrap`` would change; reads files, writes nothing."""
+    notes = journal if journal is not None else WrapJournal().load()
+    files: list[FilePlan] = []
+    searched = tuple(locations)
+    for location in searched:
+        read = _read_config(location)
+        if read is None or isinstance(read, FilePlan):
+            if read is not None:
+                files.append(read)
+            continue
+        path, data, text = read
+        doc = _open(location, path, data, text)
+        if isinstance(doc, FilePlan):
+            files.append(doc)
+            continue
+        plans: list[EntryPlan] = []
+        removed: list[str] = []
+        for entry in doc.entries():
+            form = recognise_wrap(entry.argv) if entry.kind == "stdio" else None
+            if form is None:
+                continue
+            start = form.inner_start
+            if start is None or start >= len(entry.argv):
+                plans.append(
+                    EntryPlan(
+                        entry.name,
+                        entry.scope,
+                        "skip",
+                        "wrapped in a form toolpin does not recognise; left as it is",
+                    )
+                )
+                continue
+            key = journal_key(path, entry)
+            doc.unwrap(entry, start, drop_args=key in notes)
+            if key in notes:
+                removed.append(key)
+            plans.append(EntryPlan(entry.name, entry.scope, "unprotect"))
+        after = doc.text().encode("utf-8")
+        files.append(FilePlan(location, path, tuple(plans), data, after, None, (), tuple(removed)))
+    return Plan("unwrap", tuple(files), searched)
+
+
+# ---- applying ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    backup: Path
+
+
+class WrapJournal:
+    """Entries whose ``args`` member the wrap added (so unwrap can remove it again)."""
+
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = home or toolpin_home()
+        self.path = self.home / "wrap-journal.json"
+
+    def load(self) -> set[str]:
+        try:
+            data = json.loads(self.path.read_text("utf-8"))
+        except FileNotFoundError:
+            return set()
+        except (OSError, ValueError):
+            return set()
+        items = data.get("addedArgs", []) if isinstance(data, dict) else []
+        return {i for i in items if isinstance(i, str)}
+
+    def update(self, add: Iterable[str], remove: Iterable[str]) -> None:
+        current = (self.load() | set(add)) - set(remove)
+        body = {
+            "about": "Config entries whose args member toolpin wrap added; unwrap removes it.",
+            "addedArgs": sorted(current),
+        }
+        ensure_private_dir(self.home)
+        atomic_write(self.path, (json.dumps(body, indent=2) + "\n").encode(), mode=0o600)
+
+
+def apply(plan: Plan, *, home: Path | None = None, now: datetime | None = None) -> list[Written]:
+    """Back up and rewrite every changed file of ``plan``; nothing if any file moved on."""
+    home = home or toolpin_home()
+    ensure_private_dir(home)
+    changed = [f for f in plan.files if f.changed]
+    stamp = (now or datetime.now(UTC)).isoformat().replace(":", "-").replace(".", "-")
+    written: list[Written] = []
+    with locked(home / "wrap.lock"):
+        for f in changed:
+            try:
+                current = f.path.read_bytes()
+            except OSError:
+                current = b""
+            if current != f.before:
+                raise ConfigError(
+                    f"{f.path} changed since the plan was made; nothing was written",
+                    advice="Run the command again.",
+                )
+        backups = ensure_private_dir(home / "backups")
+        journal = WrapJournal(home)
+        for f in changed:
+            backup = backups / f"{f.path.name}.{stamp}.bak"
+            n = 1
+            while backup.exists():
+                backup = backups / f"{f.path.name}.{stamp}-{n}.bak"
+                n += 1
+            try:
+                atomic_write(backup, f.before, mode=0o600)
+                atomic_write(f.path, f.after, mode=f.path.stat().st_mode & 0o7777)
+            except OSError as exc:
+                raise ConfigError(f"cannot write {f.path} ({exc.strerror or exc})") from None
+            written.append(Written(f.path, backup))
+            if f.journal_add or f.journal_remove:
+                journal.update(f.journal_add, f.journal_remove)
+    return written
+
+
+def check_lock_file(lock: str, project_dir: Path) -> None:
+    """Refuse a ``--lock`` file that is missing or not a valid toolpin lock (before any edit).
+
+    A relative path is read from ``project_dir``, as the proxy reads it from the folder
+    the client starts the server in.
+    """
+    from toolpin.errors import LockfileError
+    from toolpin.lockfile import read_lock
+
+    path = Path(lock) if os.path.isabs(lock) else project_dir / lock
+    if not path.is_file():
+        raise ConfigError(
+            f"cannot use {lock} (not found)", advice="Write it first with: toolpin lock"
+        )
+    try:
+        read_lock(path)
+    except LockfileError as exc:
+        raise ConfigError(
+            f"cannot use {lock} ({exc.message})", advice="Write it first with: toolpin lock"
+        ) from None
+
+
+__all__ = [
+    "EntryPlan",
+    "FilePlan",
+    "Launcher",
+    "Plan",
+    "WrapJournal",
+    "WrappedForm",
+    "Written",
+    "apply",
+    "check_lock_file",
+    "installed_launcher",
+    "package_warning",
+    "plan_unwrap",
+    "plan_wrap",
+    "proxy_args",
+    "recognise_wrap",
+    "uvx_launcher",
+]

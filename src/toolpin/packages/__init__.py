@@ -1,0 +1,30 @@
+"""Package pinning: which registry package a server command runs, and at which version.
+
+``detect_package`` and ``pin_argv`` are pure (the proxy uses them on start-up);
+``resolve`` and ``latest_version`` ask the npm or PyPI registry (``httpx2`` is imported
+only then). See :mod:`toolpin.packages.spec` and :mod:`toolpin.packages.registry`.
+"""
+
+from toolpin.packages.registry import ResolvedPackage, latest_version, resolve
+from toolpin.packages.spec import (
+    Ecosystem,
+    PackageRef,
+    check_plain_version,
+    detect_package,
+    normalise_pypi_name,
+    pin_argv,
+    runner_name,
+)
+
+__all__ = [
+    "Ecosystem",
+    "PackageRef",
+    "ResolvedPackage",
+    "check_plain_version",
+    "detect_package",
+    "latest_version",
+    "normalise_pypi_name",
+    "pin_argv",
+    "resolve",
+    "runner_name",
+]

@@ -1,0 +1,406 @@
+"""The local pin store: what this user approved, one file per server.
+
+Layout under :func:`toolpin.fsutil.toolpin_home` (directory 0700, files 0600)::
+
+    pins/<id>.json      the pin, and a pending observation waiting for review
+    pins/<id>.lock      the per-server cross-process lock
+    audit.log           the hash-chained audit log (toolpin.audit)
+
+A pin file holds the approved snapshot in the lockfile's entry form (readable
+definitions, hashes that verify themselves) plus, after a drift, the observation that was
+blocked. Every write is temp file + fsync + rename under the server's lock, and the audit
+entry is appended first. A pin file that cannot be read or does not match its own hashes
+stops everything that needs it (:class:`StoreError`): toolpin fails closed and never
+re-pins over it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from toolpin import audit
+from toolpin.core.canonical import parse_json
+from toolpin.core.snapshot import Snapshot
+from toolpin.errors import InputError, JSONError, LockfileError, StoreError, ToolpinError
+from toolpin.fsutil import atomic_write, ensure_private_dir, locked, toolpin_home
+from toolpin.lockfile import LockEntry, bytes_intact, dumps_with_digest, entry_from_json, entry_json
+
+if TYPE_CHECKING:
+    from toolpin.core.drift import Drift
+
+FORMAT_KEY: Final = "toolpinPin"
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An observation that differed from the pin and waits for review."""
+
+    observed_at: str
+    snapshot: Snapshot
+    mid_session: bool = False
+
+    @property
+    def digest(self) -> str:
+        """The surface hash of the observation (what ``approve --expect`` names)."""
+        return self.snapshot.surface_hash()
+
+
+@dataclass(frozen=True)
+class PinRecord:
+    """One pinned server."""
+
+    id: str
+    label: str
+    pinned_at: str
+    snapshot: Snapshot
+    pending: Pending | None = None
+
+
+def change_keys(drift: Drift) -> list[dict[str, Any]]:
+    """``[{name, kinds}]`` with label keys only: the part of a drift safe to store or send."""
+    out: list[dict[str, Any]] = [
+        {"name": c.display_name, "kinds": c.label_keys} for c in drift.changes
+    ]
+    if drift.instructions is not None:
+        out.append(
+            {"name": "server instructions", "kinds": [x.key for x in drift.instructions.labels]}
+        )
+    if drift.identity.name_changed:
+        out.append({"name": "server name", "kinds": ["server-name"]})
+    return out
+
+
+class PinStore:
+    """Pins under a state directory (default: ``$TOOLPIN_HOME`` or the user data dir)."""
+
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = home if home is not None else toolpin_home()
+        self.pins_dir = self.home / "pins"
+        self.audit_path = self.home / "audit.log"
+
+    def ensure(self) -> None:
+        """Create the directories (0700)."""
+        try:
+            ensure_private_dir(self.home)
+            ensure_private_dir(self.pins_dir)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the pin store at {self.home}: {exc.strerror or exc}"
+            ) from None
+
+    def path_for(self, server_id: str) -> Path:
+        """The pin file of a server."""
+        return self.pins_dir / f"{server_id}.json"
+
+    @contextlib.contextmanager
+    def lock(self, server_id: str) -> Iterator[None]:
+        """Hold the server's cross-process lock (read-modify-write sections)."""
+        self.ensure()
+        with locked(self.pins_dir / f"{server_id}.lock", timeout=30.0):
+            yield
+
+    # ------------------------------------------------------------------------------- read
+
+    def load(self, server_id: str) -> PinRecord | None:
+        """The pin of a server, ``None`` when there is none; :class:`StoreError` when corrupt."""
+        path = self.path_for(server_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise self._corrupt(path, exc.strerror or str(exc)) from None
+        return self._decode(path, data, server_id)
+
+    def _corrupt(self, path: Path, why: str) -> StoreError:
+        return StoreError(
+            f"corrupt pin store: {path} ({why})",
+            advice="toolpin will not start this server until the file is readable. Restore it "
+            "from a backup, or remove it with `toolpin forget <id>` to pin again from scratch.",
+        )
+
+    def _decode(self, path: Path, data: bytes, server_id: str) -> PinRecord:
+        trusted = bytes_intact(data)
+        try:
+            doc = json.loads(data) if trusted else parse_json(data)
+        except (JSONError, ValueError) as exc:
+            raise self._corrupt(path, f"not valid JSON: {getattr(exc, 'message', exc)}") from None
+        try:
+            if not isinstance(doc, dict) or doc.get(FORMAT_KEY) != 1:
+                raise self._corrupt(path, "not a toolpin pin file")
+            if doc.get("id") != server_id:
+                raise self._corrupt(path, "the file belongs to another server id")
+            label, pinned_at = doc.get("label"), doc.get("pinnedAt")
+            if not isinstance(label, str) or not isinstance(pinned_at, str):
+                raise self._corrupt(path, "label or pinnedAt missing")
+            entry = entry_from_json(doc.get("pin"), path=path, name=server_id, trusted=trusted)
+            pending = None
+            raw_pending = doc.get("pending")
+            if raw_pending is not None:
+                if not isinstance(raw_pending, dict) or not isinstance(
+                    raw_pending.get("observedAt"), str
+                ):
+                    raise self._corrupt(path, "malformed pending observation")
+                observed = entry_from_json(
+                    raw_pending.get("observation"), path=path, name=server_id, trusted=trusted
+                )
+                pending = Pending(
+                    observed_at=raw_pending["observedAt"],
+                    snapshot=observed.snapshot,
+                    mid_session=raw_pending.get("midSession") is True,
+                )
+        except LockfileError as exc:
+            raise self._corrupt(path, exc.message) from None
+        except (KeyError, TypeError, AttributeError):
+            raise self._corrupt(path, "malformed pin file") from None
+        return PinRecord(
+            id=server_id, label=label, pinned_at=pinned_at, snapshot=entry.snapshot, pending=pending
+        )
+
+    def all(self) -> list[PinRecord | tuple[str, StoreError]]:
+        """Every pin (corrupt ones as ``(id, error)``), sorted by label then id."""
+        out: list[PinRecord | tuple[str, StoreError]] = []
+        try:
+            names = sorted(p.name for p in self.pins_dir.iterdir() if p.suffix == ".json")
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.pins_dir}: {exc.strerror or exc}") from None
+        for name in names:
+            server_id = name[: -len(".json")]
+            try:
+                record = self.load(server_id)
+            except StoreError as exc:
+                out.append((server_id, exc))
+                continue
+            if record is not None:
+                out.append(record)
+        return sorted(out, key=lambda r: (r.label, r.id) if isinstance(r, PinRecord) else ("", r[0]))
+
+    # ------------------------------------------------------------------------------ write
+
+    def _write(self, record: PinRecord) -> None:
+        doc: dict[str, Any] = {
+            FORMAT_KEY: 1,
+            "id": record.id,
+            "label": record.label,
+            "pinnedAt": record.pinned_at,
+            "pin": entry_json(LockEntry(snapshot=record.snapshot)),
+        }
+        if record.pending is not None:
+            doc["pending"] = {
+                "observedAt": record.pending.observed_at,
+                "midSession": record.pending.mid_session,
+                "digest": record.pending.digest,
+                "observation": entry_json(LockEntry(snapshot=record.pending.snapshot)),
+            }
+        try:
+            atomic_write(self.path_for(record.id), dumps_with_digest(doc), mode=0o600)
+        except OSError as exc:
+            raise StoreError(f"cannot write {self.path_for(record.id)}: {exc.strerror or exc}") from None
+
+    def _audit(self, event: str, fields: dict[str, Any]) -> None:
+        try:
+            audit.append(self.audit_path, event, fields)
+        except OSError as exc:
+            raise StoreError(f"cannot append to {self.audit_path}: {exc.strerror or exc}") from None
+
+    def pin_first(self, server_id: str, label: str, snapshot: Snapshot) -> tuple[PinRecord, bool]:
+        """Trust on first use: pin ``snapshot`` unless another process pinned first.
+
+        Returns the pin in force and whether this call created it.
+        """
+        with self.lock(server_id):
+            existing = self.load(server_id)
+            if existing is not None:
+                return existing, False
+            record = PinRecord(
+                id=server_id, label=label, pinned_at=audit.now_iso(), snapshot=snapshot
+            )
+            self._audit(
+                "pin",
+                {
+                    "server": server_id,
+                    "label": label,
+                    "surface": snapshot.surface_hash(),
+                    "counts": snapshot.counts(),
+                },
+            )
+            self._write(record)
+            return record, True
+
+    def record_drift(
+        self, server_id: str, observed: Snapshot, drift: Drift, *, mid_session: bool = False
+    ) -> None:
+        """Store a blocked observation as pending (the approved pin is unchanged)."""
+        with self.lock(server_id):
+            current = self.load(server_id)
+            if current is None:
+                return
+            self._audit(
+                "drift",
+                {
+                    "server": server_id,
+                    "label": current.label,
+                    "pinned": current.snapshot.surface_hash(),
+                    "observed": observed.surface_hash(),
+                    "midSession": mid_session,
+                    "changes": change_keys(drift),
+                },
+            )
+            pending = Pending(observed_at=audit.now_iso(), snapshot=observed, mid_session=mid_session)
+            self._write(
+                PinRecord(
+                    id=current.id,
+                    label=current.label,
+                    pinned_at=current.pinned_at,
+                    snapshot=current.snapshot,
+                    pending=pending,
+                )
+            )
+
+    def approve(self, server_id: str, *, expect: str | None = None) -> PinRecord:
+        """Make the pending observation the pin. ``expect`` must prefix its digest if given."""
+        with self.lock(server_id):
+            current = self.require(server_id)
+            if current.pending is None:
+                raise NothingPending(f"nothing is waiting for review for {current.label}")
+            digest = current.pending.digest
+            if expect is not None and not (len(expect) >= 8 and digest.startswith(expect.lower())):
+                raise ChangedSinceReview(
+                    "the observation waiting for review is not the one you reviewed "
+                    f"(expected {expect[:16]}, found {digest[:16]})",
+                    advice=f"Review it again: toolpin review {server_id}",
+                )
+            self._audit(
+                "approve",
+                {
+                    "server": server_id,
+                    "label": current.label,
+                    "previous": current.snapshot.surface_hash(),
+                    "surface": digest,
+                },
+            )
+            record = PinRecord(
+                id=server_id,
+                label=current.label,
+                pinned_at=audit.now_iso(),
+                snapshot=current.pending.snapshot,
+            )
+            self._write(record)
+            return record
+
+    def require(self, server_id: str) -> PinRecord:
+        """The pin of a server; :class:`InputError` (exit 2) when there is none."""
+        record = self.load(server_id)
+        if record is None:
+            raise InputError(
+                f"unknown server id {server_id}", advice="See `toolpin list` for pinned servers."
+            )
+        return record
+
+    def forget(self, server_id: str) -> bool:
+        """Delete a pin (its next connect pins again). False when there was none."""
+        with self.lock(server_id):
+            path = self.path_for(server_id)
+            if not path.exists():
+                return False
+            label = "?"
+            with contextlib.suppress(StoreError):
+                record = self.load(server_id)
+                if record is not None:
+                    label = record.label
+            self._audit("forget", {"server": server_id, "label": label})
+            try:
+                os.unlink(path)
+            except OSError as exc:
+                raise StoreError(f"cannot remove {path}: {exc.strerror or exc}") from None
+            return True
+
+
+class NothingPending(ToolpinError):
+    """``approve`` with nothing waiting for review (exit 1: nothing was changed)."""
+
+    exit_code = 1
+
+
+class ChangedSinceReview(ToolpinError):
+    """``approve --expect`` named another observation than the one now pending."""
+
+    exit_code = 1
+
+
+class StorePinSource:
+    """The proxy's pin from the local store: trust on first use, then review/approve.
+
+    Loading happens at construction, before the server is started, so a corrupt store
+    stops the proxy (fail closed) and is never re-pinned.
+    """
+
+    def __init__(self, store: PinStore, server_id: str, label: str) -> None:
+        self.store = store
+        self.server_id = server_id
+        self.label = label
+        store.ensure()
+        self.record = store.load(server_id)
+
+    def _quoted(self) -> str:
+        from toolpin.core.render import visible
+
+        return json.dumps(visible(self.label), ensure_ascii=False)
+
+    def pinned(self) -> Snapshot | None:
+        """The approved snapshot, ``None`` before the first pin."""
+        return self.record.snapshot if self.record is not None else None
+
+    def pin_first(self, snapshot: Snapshot) -> tuple[Snapshot, bool]:
+        """Pin on first use (another proxy of the same server may have won the race)."""
+        record, created = self.store.pin_first(self.server_id, self.label, snapshot)
+        self.record = record
+        return record.snapshot, created
+
+    def record_drift(self, snapshot: Snapshot, drift: Drift, *, mid_session: bool) -> None:
+        """Keep the blocked observation as pending for ``toolpin review``."""
+        self.store.record_drift(self.server_id, snapshot, drift, mid_session=mid_session)
+
+    def block_message(self, *, mid_session: bool) -> str:
+        """The -31042 message: the label and the review command, never server text."""
+        if mid_session:
+            return (
+                f"toolpin blocked {self._quoted()}: a definition changed during this session, "
+                "so the response was not forwarded. Restart the server to review the change "
+                f"with: toolpin review {self.server_id}"
+            )
+        return (
+            f"toolpin blocked {self._quoted()}: its definitions changed since you approved "
+            "them, so nothing was forwarded. Review the change in a terminal with: "
+            f"toolpin review {self.server_id}"
+        )
+
+    def review_hint(self) -> str:
+        """The review command."""
+        return f"toolpin review {self.server_id}"
+
+    def advice(self, *, mid_session: bool) -> list[str]:
+        """Closing lines of the stderr report."""
+        lines = ["This session is blocked. Nothing queued was forwarded to the server."]
+        if mid_session:
+            lines.append(
+                "The server showed the approved definitions when it connected and changed "
+                "them afterwards."
+            )
+        lines += [
+            f"Review the diff. If you accept it:  toolpin approve {self.server_id}",
+            "Otherwise, do nothing and the pin stands.",
+        ]
+        return lines
+
+    def describe_pin(self) -> str:
+        """``pinned: <time>`` for the report."""
+        return f"pinned: {self.record.pinned_at}" if self.record is not None else "pinned: (now)"
