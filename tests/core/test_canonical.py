@@ -173,6 +173,13 @@ def test_fast_path_equals_rfc8785(value: Any) -> None:
     assert canonical_bytes(parsed) == rfc8785.dumps(_js(value))
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=VALUES)
+def test_python_values_canonicalize_like_rfc8785(value: Any) -> None:
+    """Values built in code (1.0, -0.0, 2**60, unsorted keys) get the same bytes."""
+    assert canonical_bytes(value) == rfc8785.dumps(_js(value))
+
+
 @settings(max_examples=150, deadline=None)
 @given(value=VALUES, rnd=st.randoms(use_true_random=False), indent=st.sampled_from([None, 0, 1, 4]))
 def test_canonical_form_ignores_member_order_and_whitespace(

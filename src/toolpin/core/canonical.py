@@ -10,11 +10,12 @@ Everything toolpin compares is hashed here, and nowhere else:
   same value everywhere in toolpin.
 * :func:`canonical_json` is RFC 8785 (JCS): members sorted by UTF-16 code units, no
   whitespace, ECMAScript number formatting. The general path is the ``rfc8785`` package;
-  values produced by :func:`parse_json` take a fast path through the standard library's
-  C encoder, which gives the same bytes because the parser already sorted every object and
-  reduced numbers to forms whose Python and ECMAScript spellings agree. Any value that may
-  not agree (an exponent in the output, an unpaired surrogate) is re-done on the general
-  path, so the fast path is an optimisation, never a different answer (property-tested).
+  almost every value takes a fast path through the standard library's C encoder (sorted
+  keys, compact separators), whose output is the same bytes unless a number is spelled
+  differently by Python and ECMAScript or member names sort differently by code point
+  than by UTF-16 code unit. Both are detected on the encoder's output and re-done on the
+  general path, so the fast path is an optimisation, never a different answer
+  (property-tested against ``rfc8785`` on parsed values and on plain Python values).
 * :func:`definition_hash`, :func:`set_hash`, :func:`instructions_hash` implement the
   hash spec (docs/hash-spec.md), reproducing every published vector.
 
@@ -45,7 +46,6 @@ EMPTY_SET_HASH: Final = hashlib.sha256(b"").hexdigest()
 
 _SAFE_INTEGRAL = 1e16  # below this, str(int(x)) is exactly how ECMAScript writes x
 _BOM = b"\xef\xbb\xbf"
-_EXPONENT = re.compile(r"\de[-+]\d")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -238,24 +238,49 @@ def normalize(value: Any) -> JSONValue:
 def canonical_bytes(value: JSONValue) -> bytes:
     """UTF-8 bytes of the RFC 8785 form of ``value`` (what every hash is taken over).
 
-    ``value`` must come from :func:`parse_json` or :func:`normalize`. Unpaired surrogates
-    are written as lowercase ``\\udxxx`` escapes, as the spec and ``JSON.stringify`` do.
-    Raises :class:`JSONError` when the value has no canonical form.
+    ``value`` is any JSON-like Python value (dicts with string keys, lists, strings,
+    numbers, booleans, None); values from :func:`parse_json` take the fast path almost
+    always. Unpaired surrogates are written as lowercase ``\\udxxx`` escapes, as the spec
+    and ``JSON.stringify`` do. Raises :class:`JSONError` when the value has no canonical
+    form (NaN, infinity, a non-string key, absurd nesting).
     """
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _ENCODE(value)
     except RecursionError:
         raise JSONError("nested too deeply to canonicalize") from None
     except (TypeError, ValueError) as exc:
         raise JSONError(f"value has no canonical form: {exc}") from None
-    # An exponent means a number whose Python and ECMAScript spellings may differ; an
-    # unpaired surrogate cannot be encoded. Both are rare: redo those on the general path.
-    if ("e-" in text or "e+" in text) and _EXPONENT.search(text) is not None:
+    if _needs_general_path(text):
         return _general_canonical(value).encode("utf-8")
     try:
         return text.encode("utf-8")
-    except UnicodeEncodeError:
+    except UnicodeEncodeError:  # an unpaired surrogate
         return _general_canonical(value).encode("utf-8")
+
+
+# The fast path is the standard library's C encoder with sorted keys. Its output is the
+# RFC 8785 form unless (a) a number is spelled differently by Python and ECMAScript: an
+# exponent ("1e-07" / "1e-7", "1e+16" / "10000000000000000"), an integral float ("1.0" /
+# "1"; never produced by parse_json) or an integer beyond 2^53 written exactly (never
+# produced by parse_json); or (b) member names sort differently by code point than by
+# UTF-16 code unit, which needs a character above U+FFFF and one in U+E000..U+FFFF in the
+# same text. Each test may fire on text inside a string; that only costs the general path.
+_ENCODE: Final = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=True
+).encode
+_NUMBER_SPELLING: Final = re.compile(r"\de[-+]\d|(?:^|[:,\[])-?\d+(?:\.0|\d{15})(?=[,}\]]|$)")
+_ASTRAL: Final = re.compile("[\U00010000-\U0010ffff]")
+_HIGH_BMP: Final = re.compile("[\ue000-\uffff]")
+
+
+def _needs_general_path(text: str) -> bool:
+    if _NUMBER_SPELLING.search(text) is not None:
+        return True
+    return (
+        not text.isascii()
+        and _ASTRAL.search(text) is not None
+        and _HIGH_BMP.search(text) is not None
+    )
 
 
 def canonical_json(value: JSONValue) -> str:
@@ -362,9 +387,13 @@ def instructions_hash(instructions: str | None) -> str | None:
 def pretty_json(value: JSONValue, *, indent: int = 2) -> str:
     """Canonical member order and number formatting, pretty-printed for people and diffs."""
     compact = canonical_json(value)
-    if _EXPONENT.search(compact) is None and not has_lone_surrogate(value):
-        return json.dumps(value, ensure_ascii=False, indent=indent)
-    # Re-read the canonical text so numbers keep their ECMAScript spelling.
+    try:
+        fast = _ENCODE(value)
+    except (TypeError, ValueError):  # pragma: no cover - canonical_json raised already
+        fast = ""
+    if fast == compact:
+        return json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=True)
+    # Re-indent the canonical text so numbers and member order stay as RFC 8785 has them.
     return _reindent(compact, indent)
 
 

@@ -303,13 +303,13 @@ def _identity_from_initialize(value: JSONValue) -> Identity:
     return found
 
 
-def _identity_from_discover(result: Mapping[str, JSONValue]) -> Identity | None:
+def _identity_from_meta(result: Mapping[str, JSONValue]) -> Identity | None:
     meta = result.get("_meta")
     if not isinstance(meta, dict) or SERVER_INFO_META not in meta:
         return None
     info = meta[SERVER_INFO_META]
     if not isinstance(info, dict):
-        raise ListingError("the discover result's serverInfo must be a JSON object")
+        raise ListingError("the _meta serverInfo must be a JSON object")
     name = _single_line(info.get("name"), "serverInfo.name")
     version = _single_line(info.get("version"), "serverInfo.version")
     return Identity(name=name, version=version, protocol_version=None)
@@ -334,7 +334,7 @@ class _Parts:
     def add_discover(self, result: JSONValue, what: str) -> None:
         if not isinstance(result, dict):
             raise ListingError(f"{what} must be a JSON object")
-        found = _identity_from_discover(result)
+        found = _identity_from_meta(result)
         if found is not None:
             self.identities.append(found)
         self.instructions.append(result.get("instructions"))
@@ -372,9 +372,10 @@ def _read_page(doc: JSONValue, parts: _Parts) -> None:
         if _is_discover_result(source):
             parts.add_discover(source, "the discover result")
             continue
-        found = _identity_from(source)
-        if found is not None:
-            parts.identities.append(found)
+        # identity beside the lists (mcp-tool-pin-check), or in a 2026 result's _meta
+        for found in (_identity_from(source), _identity_from_meta(source)):
+            if found is not None:
+                parts.identities.append(found)
         if "instructions" in source:
             parts.instructions.append(source["instructions"])
 
