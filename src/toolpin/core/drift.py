@@ -377,15 +377,18 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
         "description": bool(desc),
         "inputSchema": bool(input_findings),
         "outputSchema": bool(output_findings) or output_event is not None,
-        "annotations": False,  # an annotations difference is always reported by its flag
+        "annotations": annotations_changed,
         "arguments": any(m.member == "arguments" for m in members),
     }
-    # e.g. "inputSchema": {} versus no inputSchema: the hash differs, say where
-    members.extend(
-        MemberChange(member, ADDED if member in b else REMOVED)
-        for member in _DETAILED[kind]
-        if (member in a) != (member in b) and not explained[member]
-    )
+    # e.g. "inputSchema": {} versus none, a null description versus "": no rule above
+    # fired, yet the hash differs; say which member and how.
+    for member in _DETAILED[kind]:
+        if explained[member]:
+            continue
+        if (member in a) != (member in b):
+            members.append(MemberChange(member, ADDED if member in b else REMOVED))
+        elif member in a and canonical_json(a[member]) != canonical_json(b[member]):
+            members.append(MemberChange(member, CHANGED, _shape_change(a[member], b[member])))
     old_text, new_text = canonical_json(a), canonical_json(b)
     structural = lab.structural_labels(
         fields_added=fields_added,
@@ -415,6 +418,23 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
         # Same members, no rule fired: still say something (never an unexplained change).
         change = _replace_members(change, (MemberChange("definition", CHANGED, "representation"),))
     return change
+
+
+def _json_type(value: JSONValue) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "empty string" if value == "" else "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _shape_change(old: JSONValue, new: JSONValue) -> str:
+    before, after = _json_type(old), _json_type(new)
+    return f"{before} -> {after}" if before != after else f"{before} value"
 
 
 def _replace_members(change: ItemChange, members: tuple[MemberChange, ...]) -> ItemChange:
