@@ -400,7 +400,8 @@ def snapshot_from_export(pages: JSONValue | Sequence[JSONValue], *, paged: bool 
     for doc in docs:
         parts.next_cursor = None
         _read_page(doc, parts)
-    if not parts.items:
+    if Kind.TOOL not in parts.items:
+        # as mcp-tool-pin-check: an export without tools/list is not the listing asked for
         raise ListingError(
             "listing has no tools array (expected result.tools, tools, or a bare list)"
         )
