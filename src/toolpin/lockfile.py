@@ -41,7 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from toolpin.core.canonical import EMPTY_SET_HASH, JSONValue, instructions_hash, parse_json
+from toolpin.core.canonical import (
+    EMPTY_SET_HASH,
+    JSONValue,
+    instructions_hash,
+    parse_json,
+    sorted_members,
+)
 from toolpin.core.render import visible
 from toolpin.core.snapshot import KINDS, Definition, Identity, Kind, Listing, Snapshot
 from toolpin.errors import JSONError, ListingError, LockfileError
@@ -93,7 +99,10 @@ def _listing_json(listing: Listing) -> dict[str, Any]:
     key = listing.kind.key_member
     return {
         "setHash": listing.set_hash,
-        "items": [{key: d.key, "hash": d.hash, "definition": d.value} for d in listing.items],
+        "items": [
+            {key: d.key, "hash": d.hash, "definition": sorted_members(d.value)}
+            for d in listing.items
+        ],
     }
 
 

@@ -77,23 +77,18 @@ def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
         raise _Reject("a member name is repeated in an object")
-    if len(obj) > 1:
-        keys = "".join(obj)
-        if keys.isascii():
-            return dict(sorted(obj.items()))
-        return dict(sorted(obj.items(), key=_utf16_item))
     return obj
 
 
-def _python_object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        raise _Reject("a member name is repeated in an object")
-    return obj
-
-
-def _utf16_item(item: tuple[str, Any]) -> bytes:
-    return utf16_key(item[0])
+def sorted_members(value: JSONValue) -> JSONValue:
+    """A copy of ``value`` with every object's members in RFC 8785 order (UTF-16 code
+    units), for output people read (lockfiles); hashing never needs it."""
+    kind = type(value)
+    if kind is dict:
+        return {k: sorted_members(value[k]) for k in sorted(value, key=utf16_key)}
+    if kind is list:
+        return [sorted_members(v) for v in value]
+    return value
 
 
 def utf16_key(text: str) -> bytes:
@@ -142,18 +137,18 @@ def parse_json(
     """Parse one JSON document strictly. Raises :class:`JSONError` with a one-line reason.
 
     ``numbers="js"`` (the default, used for everything toolpin hashes) reads numbers as
-    JavaScript does and returns objects with their members sorted canonically.
-    ``numbers="python"`` keeps Python's exact integers and float values and the original
-    member order; it exists only to verify lockfiles of mcp-tool-pin-check, whose hash
-    recipe depends on Python's number formatting.
+    JavaScript does: every number is the double a JavaScript client would hold, and an
+    integral one comes back as ``int`` (so ``1``, ``1.0`` and ``1E0`` are one value).
+    ``numbers="python"`` keeps Python's exact integers and float values; it exists only to
+    verify lockfiles of mcp-tool-pin-check, whose hash recipe depends on Python's number
+    formatting. Objects keep the document's member order in both modes (the canonical
+    form sorts; :func:`sorted_members` sorts for display).
     """
     text = _decode(data, allow_bom=allow_bom)
     if numbers == "js":
-        hook = _object_hook
         parse_float: Any = _js_number
         parse_int: Any = _js_int
     elif numbers == "python":
-        hook = _python_object_hook
         parse_float = _python_float
         parse_int = int
     else:  # pragma: no cover - programming error
@@ -161,7 +156,7 @@ def parse_json(
     try:
         value = json.loads(
             text,
-            object_pairs_hook=hook,
+            object_pairs_hook=_object_hook,
             parse_float=parse_float,
             parse_int=parse_int,
             parse_constant=_reject_constant,
@@ -250,36 +245,56 @@ def canonical_bytes(value: JSONValue) -> bytes:
         raise JSONError("nested too deeply to canonicalize") from None
     except (TypeError, ValueError) as exc:
         raise JSONError(f"value has no canonical form: {exc}") from None
-    if _needs_general_path(text):
-        return _general_canonical(value).encode("utf-8")
     try:
-        return text.encode("utf-8")
+        data = text.encode("utf-8")
     except UnicodeEncodeError:  # an unpaired surrogate
         return _general_canonical(value).encode("utf-8")
+    if _needs_general_path(data):
+        return _general_canonical(value).encode("utf-8")
+    return data
 
 
 # The fast path is the standard library's C encoder with sorted keys. Its output is the
 # RFC 8785 form unless (a) a number is spelled differently by Python and ECMAScript: an
 # exponent ("1e-07" / "1e-7", "1e+16" / "10000000000000000"), an integral float ("1.0" /
-# "1"; never produced by parse_json) or an integer beyond 2^53 written exactly (never
-# produced by parse_json); or (b) member names sort differently by code point than by
-# UTF-16 code unit, which needs a character above U+FFFF and one in U+E000..U+FFFF in the
-# same text. Each test may fire on text inside a string; that only costs the general path.
+# "1"; never produced by parse_json) or an integer of 16 digits or more (exact in Python,
+# maybe rounded in ECMAScript; parse_json never produces one beyond 2^53); or (b) member
+# names sort differently by code point than by UTF-16 code unit, which needs a character
+# above U+FFFF (UTF-8 lead byte F0-F4) and one in U+E000..U+FFFF (lead byte EE or EF) in
+# the same text. All of it is read from one byte-class translation of the UTF-8 output.
+# A test may fire on text inside a string; that only costs the general path.
 _ENCODE: Final = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=True
 ).encode
-_NUMBER_SPELLING: Final = re.compile(r"\de[-+]\d|(?:^|[:,\[])-?\d+(?:\.0|\d{15})(?=[,}\]]|$)")
-_ASTRAL: Final = re.compile("[\U00010000-\U0010ffff]")
-_HIGH_BMP: Final = re.compile("[\ue000-\uffff]")
 
 
-def _needs_general_path(text: str) -> bool:
-    if _NUMBER_SPELLING.search(text) is not None:
-        return True
+def _byte_classes() -> bytes:
+    table = bytearray(b" " * 256)
+    for byte in b"0123456789":
+        table[byte] = ord("0")
+    table[ord("e")] = ord("e")
+    table[ord("+")] = table[ord("-")] = ord("+")
+    table[ord(".")] = ord(".")
+    for byte in b",}]":
+        table[byte] = ord(",")
+    for byte in range(0xF0, 0xF5):
+        table[byte] = ord("A")
+    table[0xEE] = table[0xEF] = ord("E")
+    return bytes(table)
+
+
+_CLASSES: Final = _byte_classes()
+_LONG_INTEGER: Final = b"0" * 16
+
+
+def _needs_general_path(data: bytes) -> bool:
+    classes = data.translate(_CLASSES)
     return (
-        not text.isascii()
-        and _ASTRAL.search(text) is not None
-        and _HIGH_BMP.search(text) is not None
+        b"0e+0" in classes
+        or b"0.0," in classes
+        or classes.endswith(b"0.0")
+        or _LONG_INTEGER in classes
+        or (b"A" in classes and b"E" in classes)
     )
 
 
