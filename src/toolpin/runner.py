@@ -29,20 +29,56 @@ def run_proxy(
     only_locked: bool = False,
 ) -> int:
     """Run ``toolpin run`` for ``argv``; returns the exit code."""
-    from toolpin.proxy import ProxyOptions, run
+    from toolpin.proxy import PinSource, ProxyOptions, run
     from toolpin.store import PinStore, StorePinSource
 
+    locked = None
     sid = server_id(argv)
     label = name if name else default_label(argv)
-    try:
-        source = StorePinSource(PinStore(), sid, label)
-    except ToolpinError as exc:
+    quoted = json.dumps(visible(label), ensure_ascii=False)
+    source: PinSource
+    if only_locked and lock is None:
         return refuse(
             label,
-            exc.diagnostics(),
-            f"toolpin could not read its pin store, so {json.dumps(visible(label), ensure_ascii=False)} "
-            "was not started. See the message in the server log.",
+            "--only-locked needs --lock FILE",
+            f"toolpin did not start {quoted}: --only-locked needs --lock. See the server log.",
         )
+    if lock is not None:
+        from toolpin.teamlock import prepare_locked_run
+
+        try:
+            locked = prepare_locked_run(lock, argv, name=name, label=label)
+        except ToolpinError as exc:
+            return refuse(
+                label,
+                exc.diagnostics(),
+                f"toolpin did not start {quoted}: its lock could not be used. See the server log.",
+            )
+        if locked is None and only_locked:
+            return refuse(
+                label,
+                f"it is not in {lock}, and --only-locked runs only servers the lock approved",
+                f"toolpin did not start {quoted}: the lock does not approve it.",
+            )
+        if locked is not None:
+            source = locked.source
+            sid = locked.source.entry.server_id or sid
+            argv = locked.argv
+            if not quiet:
+                for note in locked.notes:
+                    sys.stderr.write(f"toolpin: {visible(note)}\n")
+        else:
+            sys.stderr.write(f"toolpin: {visible(label)} is not in {lock}; using this machine's pin\n")
+    if lock is None or locked is None:
+        try:
+            source = StorePinSource(PinStore(), sid, label)
+        except ToolpinError as exc:
+            return refuse(
+                label,
+                exc.diagnostics(),
+                f"toolpin could not read its pin store, so {quoted} was not started. "
+                "See the message in the server log.",
+            )
     options = ProxyOptions(
         label=label,
         server_id=sid,

@@ -27,7 +27,7 @@ def cli() -> None:
 
 def _register_commands() -> None:
     # Each module adds its commands to ``cli`` when imported.
-    from toolpin.cli import offline, policy, proxy, store, wrap  # noqa: F401
+    from toolpin.cli import log, offline, policy, proxy, store, team, wrap  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,191 @@
+"""``toolpin log``: the public transparency log (keys, audit, inclusion proofs).
+
+Light at import: only ``click`` here; the log engine (and ``cryptography``) is imported
+inside each command.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from toolpin.cli import cli
+from toolpin.errors import InputError, LogError
+
+if TYPE_CHECKING:
+    from toolpin.publog.note import Verifier
+
+VKEY_HELP = "The pinned verifier key (name+id+key), or a file holding it (last line used)."
+
+
+@cli.group("log")
+def log_group() -> None:
+    """The public log: a C2SP tlog-tiles transparency log of observed definitions.
+
+    Exit codes: 0 good, 1 bad log or proof, 2 unusable input.
+    """
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{what} {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+        raise InputError(f"{what} {path} cannot be read ({reason})") from None
+
+
+def _vkey_text(value: str) -> str:
+    """``--vkey`` is the key text, or a file whose last non-empty line is the key text."""
+    candidate = Path(value)
+    if "+" not in value or candidate.is_file():
+        if not candidate.is_file():
+            raise InputError(f"--vkey {value} is neither a verifier key nor a file")
+        lines = [ln.strip() for ln in _read_text(value, "the key file").splitlines()]
+        lines = [ln for ln in lines if ln]
+        if not lines:
+            raise InputError(f"the key file {value} is empty")
+        return lines[-1]
+    return value.strip()
+
+
+def _verifier(value: str) -> Verifier:
+    from toolpin.publog.note import Verifier
+
+    try:
+        return Verifier.from_text(_vkey_text(value))
+    except LogError as exc:
+        raise LogError(f"unusable verifier key: {exc.message}") from None
+
+
+@log_group.command("keygen")
+@click.option("--origin", required=True, help="Log origin, e.g. example.com/mcp-log.")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Where to write the private signing key (mode 0600; never overwritten).",
+)
+def keygen(origin: str, out: str) -> int:
+    """Create the log's Ed25519 signing key; print the verifier key (last line)."""
+    from toolpin.publog.keys import generate_key
+
+    vkey = generate_key(origin, out)
+    click.echo(f"Wrote the signing key for {origin} to {out} (mode 0600). Keep it secret,")
+    click.echo("outside the log directory; pass it to the log writer by file or $TOOLPIN_LOG_KEY.")
+    click.echo("Verifier key (publish and pin it; `toolpin log verify --vkey`):")
+    click.echo(vkey)
+    return 0
+
+
+@log_group.command("verify")
+@click.option("--log", "log_dir", required=True, help="The log directory.")
+@click.option("--vkey", required=True, help=VKEY_HELP)
+@click.option(
+    "--since",
+    "since",
+    default=None,
+    help="A checkpoint file you kept earlier: the log must be consistent with it.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
+    """Audit a log: signature, every entry, tile and blob, the root, and --since."""
+    from toolpin.publog.verify import verify_log
+
+    since_text = _read_text(since, "the kept checkpoint") if since else None
+    verifier = _verifier(vkey)
+    result = verify_log(log_dir, verifier, since_text)
+    if as_json:
+        cp = result.checkpoint
+        click.echo(
+            json.dumps(
+                {
+                    "ok": result.ok,
+                    "exit_code": result.exit_code,
+                    "reason": result.reason,
+                    "origin": cp.origin if cp else None,
+                    "size": cp.size if cp else None,
+                    "root": cp.root_b64 if cp else None,
+                    "entries_checked": result.entries,
+                    "blobs_checked": result.blobs,
+                    "since_size": result.since_size,
+                },
+                indent=2,
+            )
+        )
+        return result.exit_code
+    if result.exit_code == 2:
+        raise LogError(result.reason)
+    if result.ok:
+        assert result.checkpoint is not None
+        click.echo(f"ok: {result.reason}")
+        click.echo(f"origin {result.checkpoint.origin}")
+        click.echo(f"size {result.checkpoint.size}")
+        click.echo(f"root {result.checkpoint.root_b64}")
+        return 0
+    click.echo(f"FAILED: {result.reason}")
+    return 1
+
+
+@log_group.command("prove")
+@click.option("--log", "log_dir", required=True, help="The log directory.")
+@click.option("--entry", "index", required=True, type=click.IntRange(min=0), help="Entry index.")
+@click.option("--vkey", default=None, help=VKEY_HELP + " Checks the checkpoint first.")
+def prove(log_dir: str, index: int, vkey: str | None) -> int:
+    """Print the C2SP tlog-proof of entry N (offline-verifiable with verify-proof)."""
+    from toolpin.publog.proof import make_proof
+    from toolpin.publog.tiles import TileLog
+
+    verifier = _verifier(vkey) if vkey else None
+    if not Path(log_dir).is_dir():
+        raise InputError(f"the log directory {log_dir} does not exist")
+    log = TileLog.open(log_dir, verifier)
+    if log.checkpoint is None:
+        raise LogError(f"{log_dir} has no checkpoint")
+    click.echo(make_proof(log, index, verifier=verifier), nl=False)
+    return 0
+
+
+@log_group.command("verify-proof")
+@click.option("--vkey", required=True, help=VKEY_HELP)
+@click.option("--proof", "proof_file", required=True, help="The tlog-proof file.")
+@click.option("--entry-file", default=None, help="The entry's exact bytes.")
+@click.option("--log", "log_dir", default=None, help="Read the entry from this log directory.")
+def verify_proof_cmd(
+    vkey: str, proof_file: str, entry_file: str | None, log_dir: str | None
+) -> int:
+    """Check a tlog-proof offline against the pinned key and the entry."""
+    from toolpin.publog.proof import parse_proof, verify_proof
+    from toolpin.publog.tiles import TileLog
+
+    if (entry_file is None) == (log_dir is None):
+        raise click.UsageError("give exactly one of --entry-file and --log")
+    verifier = _verifier(vkey)
+    text = _read_text(proof_file, "the proof file")
+    if entry_file is not None:
+        try:
+            entry = Path(entry_file).read_bytes()
+        except OSError as exc:
+            reason = exc.strerror
+            raise InputError(f"the entry file {entry_file} cannot be read ({reason})") from None
+    else:
+        assert log_dir is not None
+        try:
+            index = parse_proof(text).index
+        except LogError as exc:
+            click.echo(f"FAILED: {exc.message}")
+            return 1
+        entry = TileLog.open(log_dir).read_entry(index)
+    try:
+        checkpoint = verify_proof(text, entry, verifier)
+    except LogError as exc:
+        click.echo(f"FAILED: {exc.message}")
+        return 1
+    proof = parse_proof(text)
+    click.echo(f"ok: entry {proof.index} is in {checkpoint.origin} at tree size {checkpoint.size}")
+    return 0

@@ -1,0 +1,114 @@
+"""``toolpin lock`` and ``toolpin lock --check``: the team lock."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from toolpin.cli import cli
+from toolpin.cli._output import echo_lines, stdout_color
+
+if TYPE_CHECKING:
+    from toolpin.core.render import Line
+    from toolpin.teamlock import LockReport
+
+
+@cli.command("lock")
+@click.option("--config", "config", default=".mcp.json", show_default=True, metavar="FILE",
+              help="The shared MCP config (mcpServers, VS Code servers, or Codex TOML).")
+@click.option("--out", "out", default="toolpin.lock", show_default=True, metavar="FILE",
+              help="The lockfile to write or check.")
+@click.option("--check", is_flag=True, help="Compare with the lock instead of writing it (for CI).")
+@click.option("--definitions-only", is_flag=True, help="Do not resolve or hold package versions.")
+@click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds per server.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 32),
+              help="Servers started at once.")
+def lock_command(
+    config: str, out: str, check: bool, definitions_only: bool, timeout: float, concurrency: int
+) -> int:
+    """Lock every local server of a shared config: definitions and package versions.
+
+    Starts each server, reads what the model would read (no tool is called), stops it.
+    With --check, exits 1 on any difference from the lock (0 when all match).
+    """
+    from toolpin import teamlock
+
+    def progress(text: str) -> None:
+        if sys.stderr.isatty():
+            from toolpin.core.render import visible
+
+            click.echo(f"toolpin: {visible(text)}", err=True)
+
+    kwargs = {
+        "definitions_only": definitions_only,
+        "timeout": timeout,
+        "concurrency": concurrency,
+        "progress": progress,
+    }
+    if check:
+        report = teamlock.check(Path(config), Path(out), **kwargs)  # type: ignore[arg-type]
+        echo_lines(check_lines(report), color=stdout_color())
+        return 0 if report.ok else 1
+    report = teamlock.lock(Path(config), Path(out), **kwargs)  # type: ignore[arg-type]
+    echo_lines(lock_lines(report, out), color=stdout_color())
+    return 0 if report.ok else 1
+
+
+def _outcome_lines(report: LockReport) -> list[Line]:
+    from toolpin.core.render import Line, visible
+    from toolpin.core.report import summary
+
+    lines: list[Line] = []
+    for outcome in report.outcomes:
+        style = None if outcome.ok else ("bad" if outcome.status != "failed" else "medium")
+        lines.append(Line(f"{visible(outcome.name)}: {visible(outcome.message)}", style))
+        if outcome.drift is not None:
+            lines.extend(summary(outcome.drift, indent="  "))
+        lines.extend(Line(f"  note: {visible(n)}", "dim") for n in outcome.notes)
+    for name, reason in report.skipped:
+        lines.append(Line(f"{visible(name)}: skipped ({visible(reason)})", "dim"))
+    return lines
+
+
+def lock_lines(report: LockReport, out: str) -> list[Line]:
+    from toolpin.core.render import Line
+
+    lines = _outcome_lines(report)
+    if report.wrote:
+        lines += [
+            Line(f"wrote {out}"),
+            Line("Commit it. A pull request that changes a server now shows exactly what its "
+                 "tools tell the model."),
+            Line(f"Pin each teammate's proxy to it: toolpin wrap --project --lock {out}"),
+        ]
+        if report.newest_held:
+            lines.append(
+                Line(f"{report.newest_held} server(s) run the newest version of a package; with "
+                     "the lock they stay at the version recorded here until the lock is updated.")
+            )
+    failed = sum(1 for o in report.outcomes if not o.ok)
+    if failed:
+        lines.append(Line(f"{failed} server(s) could not be locked.", "bad"))
+    return lines
+
+
+def check_lines(report: LockReport) -> list[Line]:
+    from toolpin.core.render import Line
+
+    lines = _outcome_lines(report)
+    differ = [o for o in report.outcomes if not o.ok and o.status != "failed"]
+    failed = [o for o in report.outcomes if o.status == "failed"]
+    total = len(report.outcomes)
+    if report.ok:
+        lines.append(Line(f"All {total} server(s) match {report.lock_path}.", "good"))
+        return lines
+    text = f"{len(differ)} server(s) differ from {report.lock_path}"
+    if failed:
+        text += f", {len(failed)} could not start"
+    lines.append(Line(text + ".", "bad"))
+    lines.append(Line("If the change is expected, run `toolpin lock` and commit the new lock in "
+                      "a pull request, so a person reads it before anyone's agent does."))
+    return lines

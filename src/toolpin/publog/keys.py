@@ -1,0 +1,95 @@
+"""The log's Ed25519 signing key: generate it into a private file, load it for signing.
+
+The signer key text is Go's ``note`` format (``PRIVATE+KEY+<name>+<id>+<base64>``); the key
+is named after the log origin. It is only ever read from a file or from the environment
+variable :data:`ENV_LOG_KEY`, and :func:`generate_key` refuses to write it into a log
+directory (one holding a ``checkpoint`` or ``tile/``), where it would be published.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from toolpin.errors import LogError
+from toolpin.fsutil import fsync_dir
+from toolpin.publog.note import NoteError, Signer, valid_key_name
+
+ENV_LOG_KEY = "TOOLPIN_LOG_KEY"
+
+__all__ = ["ENV_LOG_KEY", "generate_key", "load_signer", "looks_like_log_dir"]
+
+
+def looks_like_log_dir(directory: Path) -> bool:
+    return (directory / "checkpoint").exists() or (directory / "tile").is_dir()
+
+
+def generate_key(origin: str, path: str | Path) -> str:
+    """Write a new signer key for log ``origin`` to ``path`` (mode 0600) and return the
+    verifier key text. Refuses to overwrite an existing file or to write into a log dir."""
+    if not valid_key_name(origin):
+        raise LogError(
+            "the origin must be non-empty, without spaces or '+'",
+            advice="Use a schemeless URL such as example.com/mcp-log.",
+        )
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise LogError(f"the directory {directory} does not exist")
+    if looks_like_log_dir(directory) or any(
+        looks_like_log_dir(p) for p in directory.resolve().parents
+    ):
+        raise LogError(
+            f"refusing to write a private key inside a log directory ({directory})",
+            advice="Keep the key outside anything that gets published.",
+        )
+    if target.exists() or target.is_symlink():
+        raise LogError(f"{target} already exists; refusing to overwrite a key")
+    signer = Signer.generate(origin)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if os.name == "posix":
+                os.fchmod(handle.fileno(), 0o600)
+            handle.write((signer.text + "\n").encode("ascii"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp, target)  # fails if the target appeared meanwhile: never overwrites
+        except FileExistsError:
+            raise LogError(f"{target} already exists; refusing to overwrite a key") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+    fsync_dir(directory)
+    return signer.verifier.text
+
+
+def load_signer(path: str | Path | None = None, *, env: Mapping[str, str] | None = None) -> Signer:
+    """The signer from key file ``path``, else from ``$TOOLPIN_LOG_KEY`` (the key text)."""
+    environ = os.environ if env is None else env
+    if path is not None:
+        try:
+            text = Path(path).read_text(encoding="ascii")
+        except FileNotFoundError:
+            raise LogError(f"the key file {path} does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or "not ASCII text"
+            raise LogError(f"the key file {path} cannot be read ({reason})") from None
+        source = f"the key file {path}"
+    elif environ.get(ENV_LOG_KEY):
+        text = environ[ENV_LOG_KEY]
+        source = f"${ENV_LOG_KEY}"
+    else:
+        raise LogError(
+            "no log signing key",
+            advice=f"Pass --key KEYFILE or set {ENV_LOG_KEY} to the key text.",
+        )
+    try:
+        return Signer.from_text(text)
+    except NoteError as exc:
+        raise LogError(f"{source} is not a usable signer key: {exc.message}") from None
