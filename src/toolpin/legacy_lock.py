@@ -25,7 +25,6 @@ from typing import Any, Final
 
 from toolpin.core.canonical import JSONValue, normalize
 from toolpin.core.drift import Drift, IdentityReport, compare_listings
-from toolpin.core.render import visible
 from toolpin.core.snapshot import Definition, Identity, Kind
 from toolpin.errors import ListingError, LockfileError
 
@@ -119,7 +118,7 @@ def read_legacy(doc: JSONValue, path: Path) -> LegacyLock:
     if not isinstance(tools, list):
         raise LockfileError(f"{path} is not a tool pin lockfile")
     definitions: dict[str, tuple[dict[str, Any], str]] = {}
-    for entry in tools:
+    for position, entry in enumerate(tools, start=1):
         if not isinstance(entry, dict):
             raise LockfileError(f"{path} has a non-object tool entry")
         definition, name, digest = entry.get("definition"), entry.get("name"), entry.get("sha256")
@@ -135,11 +134,11 @@ def read_legacy(doc: JSONValue, path: Path) -> LegacyLock:
             actual = ""
         if definition.get("name") != name or actual != digest:
             raise LockfileError(
-                f"{path} hash mismatch for tool {visible(name)!r}",
+                f"{path} hash mismatch for tool entry {position}",
                 advice="The lock was edited by hand; re-create it.",
             )
         if name in definitions:
-            raise LockfileError(f"{path} lists tool {visible(name)!r} more than once")
+            raise LockfileError(f"{path} lists a tool more than once (entry {position})")
         definitions[name] = (definition, digest)
     identity = _identity(doc["server"], path) if "server" in doc else None
     return LegacyLock(

@@ -329,7 +329,7 @@ def _listing_from_json(kind: Kind, raw: JSONValue, *, path: Path, name: str) -> 
         raise _fail(path, name, f"{member} must be an object with an items array")
     key_member = kind.key_member
     definitions = []
-    for item in raw["items"]:
+    for position, item in enumerate(raw["items"], start=1):
         if not isinstance(item, dict) or not isinstance(item.get("definition"), dict):
             raise _fail(path, name, f"an entry of {member} is incomplete")
         key = item.get(key_member)
@@ -345,8 +345,7 @@ def _listing_from_json(kind: Kind, raw: JSONValue, *, path: Path, name: str) -> 
             raise _fail(
                 path,
                 name,
-                f"the definition of {kind.value.replace('_', ' ')} {visible(key)!r} does not "
-                "match its hash",
+                f"{member} item {position}: the definition does not match its hash",
             )
         definitions.append(definition)
     try:

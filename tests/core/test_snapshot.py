@@ -124,11 +124,11 @@ def test_bom_listing() -> None:
         ({"tools": [{"name": "a", "inputSchema": True}]}, "inputSchema must be a JSON object"),
         ({"tools": [{"name": "a", "outputSchema": "x"}]}, "outputSchema must be a JSON object"),
         ({"tools": [{"name": "a", "annotations": []}]}, "annotations must be a JSON object"),
-        ({"tools": [{"name": "a"}, {"name": "a"}]}, "appear more than once"),
+        ({"tools": [{"name": "a"}, {"name": "a"}]}, "more than once in the"),
         ({"prompts": [{"description": "no name"}], "tools": []}, "needs a string name"),
         ({"resources": [{"name": "no uri"}], "tools": []}, "needs a string uri"),
         ({"resourceTemplates": [{"uri": "x"}], "tools": []}, "needs a string uriTemplate"),
-        ({"prompts": [{"name": "p"}, {"name": "p"}], "tools": []}, "appear more than once"),
+        ({"prompts": [{"name": "p"}, {"name": "p"}], "tools": []}, "more than once in the"),
         (
             {"resources": [{"uri": "file:///a"}, {"uri": "file:///a"}], "tools": []},
             "more than once",

@@ -197,7 +197,7 @@ def _lock_cases(work: Path) -> dict[str, tuple[Any, str]]:
                 "lockfile_version": 1,
                 "tools": [{"name": "a", "sha256": "0", "definition": {"name": "a"}}],
             },
-            "hash mismatch for tool 'a'",
+            "hash mismatch for tool entry 1",
         ),
         "legacy-server": (
             {"lockfile_version": 1, "tools": [], "server": None},

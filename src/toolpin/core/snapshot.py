@@ -131,11 +131,12 @@ class Listing:
                 repeated.add(item.key)
             seen.add(item.key)
         if repeated:
+            count = len(repeated)
             raise ListingError(
-                f"{len(repeated)} {kind.key_member} value(s) appear more than once in the "
-                f"{kind.plural} listing",
-                advice="Each definition must have its own name; see `toolpin check --json`"
-                " on a fixed listing.",
+                f"{count} {kind.key_member} value{'s' if count > 1 else ''} "
+                f"appear{'' if count > 1 else 's'} more than once in the {kind.plural} listing",
+                advice=f"Every {kind.value.replace('_', ' ')} needs its own {kind.key_member}; "
+                "this listing cannot be pinned as it is.",
             )
         digest = set_hash((d.key, d.hash) for d in items) if items else EMPTY_SET_HASH
         return cls(kind=kind, items=tuple(items), set_hash=digest)
