@@ -20,11 +20,12 @@ unreadable record takes the full path.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from toolpin.core.canonical import JSONValue, parse_json
 from toolpin.core.drift import Drift, IdentityReport, compare
 from toolpin.core.snapshot import Export, Identity, Kind, snapshot_from_export
 from toolpin.errors import InputError, JSONError, ListingError, LockfileError, StoreError
-from toolpin.fsutil import atomic_write, ensure_private_dir, toolpin_home
+from toolpin.fsutil import atomic_write, ensure_private_dir, locked, toolpin_home
 from toolpin.legacy_lock import NOTE as LEGACY_NOTE
 from toolpin.legacy_lock import check_legacy, looks_legacy, read_legacy
 from toolpin.lockfile import (
@@ -145,20 +146,39 @@ def pin(
     source_label = _label(source, "--source", default_source(listing_paths))
     when = _label(pinned_at, "--pinned-at", now_utc())
     listing = load_listing(listing_paths)
-    servers: dict[str, LockEntry] = {}
-    if lock_path.exists():
-        servers = dict(_existing_entries(lock_path))
     entry = LockEntry(
         snapshot=listing.export.snapshot,
         source=source_label,
         pinned_at=when,
         listing_sha256=listing.raw_sha256,
     )
-    servers[entry_name] = entry
-    write_lock(lock_path, servers)
+    with _exclusive(lock_path):  # read-modify-write: other entries of the lock are kept
+        servers: dict[str, LockEntry] = {}
+        if lock_path.exists():
+            servers = dict(_existing_entries(lock_path))
+        servers[entry_name] = entry
+        write_lock(lock_path, servers)
     return PinResult(
         lock=lock_path, entry_name=entry_name, entry=entry, partial=listing.export.partial
     )
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Serialise writers of one lockfile on this machine.
+
+    The lock file lives in toolpin's own directory (keyed by the lockfile's resolved
+    path), so nothing is left beside the user's lockfile. Without a usable home directory
+    (a read-only CI home) the write goes ahead unserialised; it is still atomic.
+    """
+    key = hashlib.sha256(str(lock_path.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
+    try:
+        directory = ensure_private_dir(toolpin_home() / "locks")
+    except OSError:
+        yield
+        return
+    with locked(directory / f"{key[:32]}.lock"):
+        yield
 
 
 def _existing_entries(lock_path: Path) -> dict[str, LockEntry]:

@@ -290,3 +290,33 @@ def test_record_does_not_outlive_a_lock_change(work: Path) -> None:
     item["definition"]["description"] = "Edited."
     (work / "tp.lock").write_bytes(_rewrite(doc))
     assert checked(work) == 2
+
+
+def test_concurrent_pins_into_one_lock_keep_every_entry(work: Path) -> None:
+    """Real processes pinning different entries of one lock at once: none is lost."""
+    import subprocess
+    import sys
+
+    from offline_support import SRC
+
+    env = {**os.environ, "PYTHONPATH": str(SRC), "TOOLPIN_HOME": str(work / "home")}
+    procs = [
+        subprocess.Popen(
+            [
+                *(sys.executable, "-m", "toolpin", "pin", "--listing", "listing.json"),
+                *("--lock", "shared.lock", "--server", f"s{i}", *PIN_ARGS),
+            ],
+            cwd=work,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(3)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    doc = json.loads((work / "shared.lock").read_text())
+    assert sorted(doc["servers"]) == ["s0", "s1", "s2"]
+    assert checked(work, lock="shared.lock") == 2  # three entries: --server is needed
+    assert list(work.glob("*.lock.lock")) == [], "nothing is left beside the lockfile"
