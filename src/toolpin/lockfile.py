@@ -50,7 +50,7 @@ from toolpin.core.canonical import (
 )
 from toolpin.core.render import visible
 from toolpin.core.snapshot import KINDS, Definition, Identity, Kind, Listing, Snapshot
-from toolpin.errors import JSONError, ListingError, LockfileError
+from toolpin.errors import InputError, JSONError, ListingError, LockfileError
 from toolpin.fsutil import atomic_write
 
 FORMAT_KEY: Final = "toolpinLock"
@@ -210,16 +210,16 @@ def read_lock(path: Path, *, data: bytes | None = None) -> Lockfile:
     return lock_from_json(doc, path=path, intact=bytes_intact(data))
 
 
-def read_bytes(path: Path) -> bytes:
-    """Read a file, turning OS errors into :class:`LockfileError`."""
+def read_bytes(path: Path, error: type[InputError] = LockfileError) -> bytes:
+    """Read a file, turning OS errors into one-line ``error`` (default :class:`LockfileError`)."""
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise LockfileError(f"cannot read {path}: no such file") from None
+        raise error(f"cannot read {path}: no such file") from None
     except IsADirectoryError:
-        raise LockfileError(f"cannot read {path}: it is a directory") from None
+        raise error(f"cannot read {path}: it is a directory") from None
     except OSError as exc:
-        raise LockfileError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def lock_from_json(doc: JSONValue, *, path: Path, intact: bool = False) -> Lockfile:
@@ -284,14 +284,8 @@ def entry_from_json(raw: JSONValue, *, path: Path, name: str, trusted: bool = Fa
         if not trusted and block.get("hash") != instructions_hash(text):
             raise _fail(path, name, "the instructions do not match their hash")
         instructions, known = text, True
-    snap = Snapshot(
-        tools=listings.get(Kind.TOOL),
-        prompts=listings.get(Kind.PROMPT),
-        resources=listings.get(Kind.RESOURCE),
-        resource_templates=listings.get(Kind.TEMPLATE),
-        instructions=instructions,
-        instructions_known=known,
-        identity=identity,
+    snap = Snapshot.of_listings(
+        listings, instructions=instructions, instructions_known=known, identity=identity
     )
     if not trusted and raw.get("surfaceHash") != snap.surface_hash():
         raise _fail(path, name, "the entry does not match its surfaceHash")

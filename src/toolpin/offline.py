@@ -59,14 +59,7 @@ class Listing:
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"cannot read {path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"cannot read {path}: it is a directory") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return read_bytes(path, InputError)
 
 
 def _parse_listing(path: Path, data: bytes, *, numbers: str = "js") -> JSONValue:

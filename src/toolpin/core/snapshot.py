@@ -201,6 +201,26 @@ class Snapshot:
     instructions_known: bool = False
     identity: Identity | None = None
 
+    @classmethod
+    def of_listings(
+        cls,
+        listings: Mapping[Kind, Listing],
+        *,
+        instructions: str | None = None,
+        instructions_known: bool = False,
+        identity: Identity | None = None,
+    ) -> Snapshot:
+        """A snapshot of the given listings (a kind that is missing is unknown)."""
+        return cls(
+            tools=listings.get(Kind.TOOL),
+            prompts=listings.get(Kind.PROMPT),
+            resources=listings.get(Kind.RESOURCE),
+            resource_templates=listings.get(Kind.TEMPLATE),
+            instructions=instructions,
+            instructions_known=instructions_known,
+            identity=identity,
+        )
+
     def listing(self, kind: Kind) -> Listing | None:
         """The listing of ``kind``, or ``None`` when unknown."""
         if kind is Kind.TOOL:
@@ -413,14 +433,8 @@ def snapshot_from_export(pages: JSONValue | Sequence[JSONValue], *, paged: bool 
         if kind is Kind.TOOL:
             _validate_tools(raw)
         listings[kind] = Listing.parse(kind, raw)
-    snap = Snapshot(
-        tools=listings.get(Kind.TOOL),
-        prompts=listings.get(Kind.PROMPT),
-        resources=listings.get(Kind.RESOURCE),
-        resource_templates=listings.get(Kind.TEMPLATE),
-        instructions=instructions,
-        instructions_known=known,
-        identity=identity,
+    snap = Snapshot.of_listings(
+        listings, instructions=instructions, instructions_known=known, identity=identity
     )
     return Export(snapshot=snap, partial=parts.next_cursor is not None)
 
@@ -494,11 +508,8 @@ def snapshot_from_results(
                 raise ListingError(f"a {kind.method} page has no {kind.list_member} array")
             raw.extend(items)
         listings[kind] = Listing.parse(kind, raw)
-    return Snapshot(
-        tools=listings.get(Kind.TOOL),
-        prompts=listings.get(Kind.PROMPT),
-        resources=listings.get(Kind.RESOURCE),
-        resource_templates=listings.get(Kind.TEMPLATE),
+    return Snapshot.of_listings(
+        listings,
         instructions=instructions,
         instructions_known=instructions_known,
         identity=identity,
