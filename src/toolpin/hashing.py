@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolpin.core.canonical import JSONValue, definition_hash, instructions_hash, parse_json, set_hash
+from toolpin.core.canonical import (
+    JSONValue,
+    definition_hash,
+    instructions_hash,
+    parse_json,
+    set_hash,
+    utf16_key,
+)
 from toolpin.core.snapshot import KINDS, Kind
 from toolpin.errors import InputError, JSONError, ListingError
 
@@ -44,8 +51,9 @@ class HashReport:
             if group.kind is None:
                 out["definition"] = {"name": group.items[0][0], "hash": group.items[0][1]}
                 continue
+            key = group.kind.key_member
             out[group.kind.list_member] = {
-                "items": [{"key": k, "hash": h} for k, h in group.items],
+                "items": [{key: k, "hash": h} for k, h in group.items],
                 "setHash": group.set_hash,
             }
         if self.has_instructions:
@@ -101,7 +109,9 @@ def hash_files(paths: Sequence[Path]) -> HashReport:
         doc = docs[0]
         if not isinstance(doc, dict):
             raise ListingError(f"{paths[0]} is neither a listing nor a definition object")
-        key = next((doc[k] for k in ("name", "uri", "uriTemplate") if isinstance(doc.get(k), str)), "")
+        key = next(
+            (doc[k] for k in ("name", "uri", "uriTemplate") if isinstance(doc.get(k), str)), ""
+        )
         return HashReport(groups=(HashGroup(None, ((key, definition_hash(doc)),), None),))
     merged: dict[Kind, list[JSONValue]] = {}
     for path, page in zip(paths, pages, strict=True):
@@ -122,7 +132,8 @@ def hash_files(paths: Sequence[Path]) -> HashReport:
                     "so the listing has no set hash"
                 )
             items.append((key, definition_hash(raw)))
-        groups.append(HashGroup(kind, tuple(sorted(items)), set_hash(items)))
+        ordered = sorted(items, key=lambda pair: (utf16_key(pair[0]), pair[1]))
+        groups.append(HashGroup(kind, tuple(ordered), set_hash(items)))
     has, text = False, None
     for doc in docs:
         found, value = _instructions(doc)

@@ -25,7 +25,6 @@ from typing import Any, Final
 
 from toolpin.core.canonical import JSONValue, normalize
 from toolpin.core.drift import Drift, IdentityReport, compare_listings
-from toolpin.core.render import visible
 from toolpin.core.snapshot import Definition, Identity, Kind
 from toolpin.errors import ListingError, LockfileError
 
@@ -91,7 +90,11 @@ def _identity(value: JSONValue, path: Path) -> Identity:
     if not isinstance(value, dict):
         raise LockfileError(f"{path} server identity must be a JSON object")
     fields: dict[str, str] = {}
-    for key, label in (("name", "server name"), ("version", "server version"), ("protocolVersion", "protocolVersion")):
+    for key, label in (
+        ("name", "server name"),
+        ("version", "server version"),
+        ("protocolVersion", "protocolVersion"),
+    ):
         if key == "protocolVersion" and key not in value:
             continue
         item = value.get(key)
@@ -115,11 +118,15 @@ def read_legacy(doc: JSONValue, path: Path) -> LegacyLock:
     if not isinstance(tools, list):
         raise LockfileError(f"{path} is not a tool pin lockfile")
     definitions: dict[str, tuple[dict[str, Any], str]] = {}
-    for entry in tools:
+    for position, entry in enumerate(tools, start=1):
         if not isinstance(entry, dict):
             raise LockfileError(f"{path} has a non-object tool entry")
         definition, name, digest = entry.get("definition"), entry.get("name"), entry.get("sha256")
-        if not isinstance(definition, dict) or not isinstance(name, str) or not isinstance(digest, str):
+        if (
+            not isinstance(definition, dict)
+            or not isinstance(name, str)
+            or not isinstance(digest, str)
+        ):
             raise LockfileError(f"{path} has an incomplete tool entry")
         try:
             actual = legacy_digest(definition)
@@ -127,11 +134,11 @@ def read_legacy(doc: JSONValue, path: Path) -> LegacyLock:
             actual = ""
         if definition.get("name") != name or actual != digest:
             raise LockfileError(
-                f"{path} hash mismatch for tool {visible(name)!r}",
+                f"{path} hash mismatch for tool entry {position}",
                 advice="The lock was edited by hand; re-create it.",
             )
         if name in definitions:
-            raise LockfileError(f"{path} lists tool {visible(name)!r} more than once")
+            raise LockfileError(f"{path} lists a tool more than once (entry {position})")
         definitions[name] = (definition, digest)
     identity = _identity(doc["server"], path) if "server" in doc else None
     return LegacyLock(
@@ -154,7 +161,11 @@ def check_legacy(
         definition = normalize_tool(tool)
         name = definition["name"]
         pinned = lock.definitions.get(name)
-        if pinned is not None and "outputSchema" not in pinned[0] and definition["outputSchema"] is None:
+        if (
+            pinned is not None
+            and "outputSchema" not in pinned[0]
+            and definition["outputSchema"] is None
+        ):
             # A v0.1 lock never recorded outputSchema; an absent one still matches.
             del definition["outputSchema"]
         new[name] = Definition(key=name, hash=legacy_digest(definition), value=_js(definition))

@@ -13,7 +13,8 @@ One format serves ``toolpin pin`` (an offline export, one entry) and ``toolpin l
           "server": {"name", "version", "protocolVersion"},   # identity, optional
           "surfaceHash": "<hex>",
           "tools":  {"setHash": "<hex>", "items": [{"name", "hash", "definition"}]},
-          "prompts": {...}, "resources": {... "uri" ...}, "resourceTemplates": {... "uriTemplate" ...},
+          "prompts": {...}, "resources": {... "uri" ...},
+          "resourceTemplates": {... "uriTemplate" ...},
           "instructions": {"hash": "<hex>|null", "text": "...|null"},
           "listingSha256": "<hex>"                      # raw bytes of the pinned export
         }
@@ -40,10 +41,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from toolpin.core.canonical import EMPTY_SET_HASH, JSONValue, instructions_hash, parse_json
+from toolpin.core.canonical import (
+    EMPTY_SET_HASH,
+    JSONValue,
+    instructions_hash,
+    parse_json,
+    sorted_members,
+)
 from toolpin.core.render import visible
 from toolpin.core.snapshot import KINDS, Definition, Identity, Kind, Listing, Snapshot
-from toolpin.errors import JSONError, ListingError, LockfileError
+from toolpin.errors import InputError, JSONError, ListingError, LockfileError
 from toolpin.fsutil import atomic_write
 
 FORMAT_KEY: Final = "toolpinLock"
@@ -92,7 +99,10 @@ def _listing_json(listing: Listing) -> dict[str, Any]:
     key = listing.kind.key_member
     return {
         "setHash": listing.set_hash,
-        "items": [{key: d.key, "hash": d.hash, "definition": d.value} for d in listing.items],
+        "items": [
+            {key: d.key, "hash": d.hash, "definition": sorted_members(d.value)}
+            for d in listing.items
+        ],
     }
 
 
@@ -200,16 +210,16 @@ def read_lock(path: Path, *, data: bytes | None = None) -> Lockfile:
     return lock_from_json(doc, path=path, intact=bytes_intact(data))
 
 
-def read_bytes(path: Path) -> bytes:
-    """Read a file, turning OS errors into :class:`LockfileError`."""
+def read_bytes(path: Path, error: type[InputError] = LockfileError) -> bytes:
+    """Read a file, turning OS errors into one-line ``error`` (default :class:`LockfileError`)."""
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise LockfileError(f"cannot read {path}: no such file") from None
+        raise error(f"cannot read {path}: no such file") from None
     except IsADirectoryError:
-        raise LockfileError(f"cannot read {path}: it is a directory") from None
+        raise error(f"cannot read {path}: it is a directory") from None
     except OSError as exc:
-        raise LockfileError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def lock_from_json(doc: JSONValue, *, path: Path, intact: bool = False) -> Lockfile:
@@ -274,14 +284,8 @@ def entry_from_json(raw: JSONValue, *, path: Path, name: str, trusted: bool = Fa
         if not trusted and block.get("hash") != instructions_hash(text):
             raise _fail(path, name, "the instructions do not match their hash")
         instructions, known = text, True
-    snap = Snapshot(
-        tools=listings.get(Kind.TOOL),
-        prompts=listings.get(Kind.PROMPT),
-        resources=listings.get(Kind.RESOURCE),
-        resource_templates=listings.get(Kind.TEMPLATE),
-        instructions=instructions,
-        instructions_known=known,
-        identity=identity,
+    snap = Snapshot.of_listings(
+        listings, instructions=instructions, instructions_known=known, identity=identity
     )
     if not trusted and raw.get("surfaceHash") != snap.surface_hash():
         raise _fail(path, name, "the entry does not match its surfaceHash")
@@ -307,7 +311,8 @@ def entry_from_json(raw: JSONValue, *, path: Path, name: str, trusted: bool = Fa
 def _trusted_listing(kind: Kind, raw: Any) -> Listing:
     key = kind.key_member
     items = tuple(
-        Definition(key=item[key], hash=item["hash"], value=item["definition"]) for item in raw["items"]
+        Definition(key=item[key], hash=item["hash"], value=item["definition"])
+        for item in raw["items"]
     )
     return Listing(kind=kind, items=items, set_hash=raw["setHash"])
 
@@ -318,12 +323,14 @@ def _listing_from_json(kind: Kind, raw: JSONValue, *, path: Path, name: str) -> 
         raise _fail(path, name, f"{member} must be an object with an items array")
     key_member = kind.key_member
     definitions = []
-    for item in raw["items"]:
+    for position, item in enumerate(raw["items"], start=1):
         if not isinstance(item, dict) or not isinstance(item.get("definition"), dict):
             raise _fail(path, name, f"an entry of {member} is incomplete")
         key = item.get(key_member)
         if not isinstance(key, str) or item["definition"].get(key_member) != key:
-            raise _fail(path, name, f"an entry of {member} does not match its definition's {key_member}")
+            raise _fail(
+                path, name, f"an entry of {member} does not match its definition's {key_member}"
+            )
         try:
             definition = Definition.of(kind, item["definition"])
         except (ListingError, JSONError) as exc:
@@ -332,8 +339,7 @@ def _listing_from_json(kind: Kind, raw: JSONValue, *, path: Path, name: str) -> 
             raise _fail(
                 path,
                 name,
-                f"the definition of {kind.value.replace('_', ' ')} {visible(key)!r} does not "
-                "match its hash",
+                f"{member} item {position}: the definition does not match its hash",
             )
         definitions.append(definition)
     try:
@@ -355,11 +361,16 @@ def _identity_from_json(raw: JSONValue, *, path: Path, name: str) -> Identity:
         value = raw.get(key)
         if key == "protocolVersion" and key not in raw:
             continue
-        if not isinstance(value, str) or not value or value != value.strip() or any(
-            ord(c) < 0x20 for c in value
+        if (
+            not isinstance(value, str)
+            or not value
+            or value != value.strip()
+            or any(ord(c) < 0x20 for c in value)
         ):
             raise _fail(path, name, f"server {key} must be a non-empty single-line string")
         fields[key] = value
     return Identity(
-        name=fields["name"], version=fields["version"], protocol_version=fields.get("protocolVersion")
+        name=fields["name"],
+        version=fields["version"],
+        protocol_version=fields.get("protocolVersion"),
     )

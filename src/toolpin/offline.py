@@ -6,39 +6,46 @@
 pinned when the export has them, schema findings follow a direction-aware taxonomy, and
 every change carries triage labels. ``check`` also reads that tool's lockfiles.
 
-A sound fast path: a lock whose bytes are exactly as toolpin wrote them records the
-SHA-256 of the export it pinned; when the export's bytes are unchanged the verdict is
-"unchanged" without re-hashing anything (both files untouched means the same comparison
-toolpin made when it pinned). Any other case takes the full path.
+Soundness of ``check``: the verdict always comes from a full verification of both files:
+the export parsed strictly and hashed, and every definition of the lock re-hashed against
+the hash recorded beside it. Nothing in a lock is trusted because of how it looks: a
+lock's own digest is unkeyed, so anyone who edits a lock can recompute it. The one
+shortcut is a per-machine record of verified results (``$TOOLPIN_HOME/cache/check``):
+after a full check finds nothing changed, the SHA-256 of the exact lock and export bytes
+(plus toolpin's version and the entry name) is remembered, and a later check of the very
+same bytes returns that verdict without re-hashing. Only toolpin writes that directory,
+so the record is as trustworthy as toolpin's own installation; any drift, error or
+unreadable record takes the full path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from toolpin.core.canonical import JSONValue, parse_json
 from toolpin.core.drift import Drift, IdentityReport, compare
 from toolpin.core.snapshot import Export, Identity, Kind, snapshot_from_export
-from toolpin.errors import InputError, JSONError, ListingError, LockfileError
+from toolpin.errors import InputError, JSONError, ListingError, LockfileError, StoreError
+from toolpin.fsutil import atomic_write, ensure_private_dir, locked, toolpin_home
 from toolpin.legacy_lock import NOTE as LEGACY_NOTE
 from toolpin.legacy_lock import check_legacy, looks_legacy, read_legacy
 from toolpin.lockfile import (
     FORMAT_KEY,
     LockEntry,
-    bytes_intact,
     lock_from_json,
     read_bytes,
     write_lock,
 )
 
 DEFAULT_ENTRY = "default"
-_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -52,14 +59,7 @@ class Listing:
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"cannot read {path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"cannot read {path}: it is a directory") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return read_bytes(path, InputError)
 
 
 def _parse_listing(path: Path, data: bytes, *, numbers: str = "js") -> JSONValue:
@@ -139,18 +139,39 @@ def pin(
     source_label = _label(source, "--source", default_source(listing_paths))
     when = _label(pinned_at, "--pinned-at", now_utc())
     listing = load_listing(listing_paths)
-    servers: dict[str, LockEntry] = {}
-    if lock_path.exists():
-        servers = dict(_existing_entries(lock_path))
     entry = LockEntry(
         snapshot=listing.export.snapshot,
         source=source_label,
         pinned_at=when,
         listing_sha256=listing.raw_sha256,
     )
-    servers[entry_name] = entry
-    write_lock(lock_path, servers)
-    return PinResult(lock=lock_path, entry_name=entry_name, entry=entry, partial=listing.export.partial)
+    with _exclusive(lock_path):  # read-modify-write: other entries of the lock are kept
+        servers: dict[str, LockEntry] = {}
+        if lock_path.exists():
+            servers = dict(_existing_entries(lock_path))
+        servers[entry_name] = entry
+        write_lock(lock_path, servers)
+    return PinResult(
+        lock=lock_path, entry_name=entry_name, entry=entry, partial=listing.export.partial
+    )
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Serialise writers of one lockfile on this machine.
+
+    The lock file lives in toolpin's own directory (keyed by the lockfile's resolved
+    path), so nothing is left beside the user's lockfile. Without a usable home directory
+    (a read-only CI home) the write goes ahead unserialised; it is still atomic.
+    """
+    key = hashlib.sha256(str(lock_path.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
+    try:
+        directory = ensure_private_dir(toolpin_home() / "locks")
+    except OSError:
+        yield
+        return
+    with locked(directory / f"{key[:32]}.lock"):
+        yield
 
 
 def _existing_entries(lock_path: Path) -> dict[str, LockEntry]:
@@ -193,26 +214,56 @@ class CheckResult:
 
 
 def check(
-    listing_paths: Sequence[Path], lock_path: Path, *, entry_name: str | None = None
+    listing_paths: Sequence[Path],
+    lock_path: Path,
+    *,
+    entry_name: str | None = None,
+    use_cache: bool = True,
 ) -> CheckResult:
-    """Check an export against a lock; never modifies the lock."""
+    """Check an export against a lock; never modifies the lock.
+
+    Both files are always verified in full (the listing parsed strictly and hashed, every
+    definition of the lock re-hashed), unless this machine already did exactly that for
+    the same bytes and found nothing changed (see :mod:`toolpin.offline` docstring).
+    """
     raws = tuple(_read(p) for p in listing_paths)
     try:
         lock_data = read_bytes(lock_path)
     except LockfileError:
         load_listing(listing_paths, raws)  # as mcp-tool-pin-check: listing errors come first
         raise
-    fast = _fast_check(raws, lock_data, entry_name)
-    if fast is not None:
-        return fast
+    key = _cache_key(raws, lock_data, entry_name) if use_cache else None
+    if key is not None:
+        cached = _cached_result(key)
+        if cached is not None:
+            return cached
+    result = _full_check(listing_paths, raws, lock_path, lock_data, entry_name)
+    if key is not None and result.ok:
+        _remember(key, result)
+    return result
+
+
+def _full_check(
+    listing_paths: Sequence[Path],
+    raws: Sequence[bytes],
+    lock_path: Path,
+    lock_data: bytes,
+    entry_name: str | None,
+) -> CheckResult:
     listing = load_listing(listing_paths, raws)
+    # toolpin writes its format key first; a legacy lock is parsed with Python numbers.
+    toolpin_format = b'"toolpinLock"' in lock_data
     try:
-        doc = parse_json(lock_data, allow_bom=True)
+        doc = parse_json(lock_data, allow_bom=True, numbers="js" if toolpin_format else "python")
     except JSONError as exc:
         raise LockfileError(f"{lock_path} is not valid JSON: {exc.message}") from None
     if isinstance(doc, dict) and FORMAT_KEY in doc:
-        lock = lock_from_json(doc, path=lock_path, intact=bytes_intact(lock_data))
-        name, entry = _pick_entry(lock.servers, entry_name, listing.export.snapshot.identity, lock_path)
+        if not toolpin_format:  # pragma: no cover - the key is always spelled as above
+            doc = parse_json(lock_data, allow_bom=True)
+        lock = lock_from_json(doc, path=lock_path)
+        name, entry = _pick_entry(
+            lock.servers, entry_name, listing.export.snapshot.identity, lock_path
+        )
         drift = compare(entry.snapshot, listing.export.snapshot)
         notes = tuple(f"not checked: {part}" for part in drift.not_checked)
         return CheckResult(
@@ -225,19 +276,17 @@ def check(
             partial=listing.export.partial,
         )
     if looks_legacy(doc):
-        return _check_legacy(listing, lock_path, lock_data)
+        return _check_legacy(listing, lock_path, doc)
     raise LockfileError(f"{lock_path} is not a tool pin lockfile")
 
 
-def _check_legacy(listing: Listing, lock_path: Path, lock_data: bytes) -> CheckResult:
-    try:
-        lock_doc = parse_json(lock_data, allow_bom=True, numbers="python")
-    except JSONError as exc:  # pragma: no cover - parsed once already
-        raise LockfileError(f"{lock_path} is not valid JSON: {exc.message}") from None
+def _check_legacy(listing: Listing, lock_path: Path, lock_doc: JSONValue) -> CheckResult:
     lock = read_legacy(lock_doc, lock_path)
     snapshot = listing.export.snapshot
     if snapshot.tools is None:
-        raise ListingError("listing has no tools array (expected result.tools, tools, or a bare list)")
+        raise ListingError(
+            "listing has no tools array (expected result.tools, tools, or a bare list)"
+        )
     raw_tools: list[JSONValue] = []
     for path, data in zip(listing.paths, listing.raw, strict=True):
         doc = _parse_listing(path, data, numbers="python")
@@ -290,64 +339,103 @@ def _pick_entry(
         return identity.name, servers[identity.name]
     if not servers:
         raise LockfileError(f"{lock_path} holds no servers")
-    raise LockfileError(
-        f"{lock_path} holds {len(servers)} servers; choose one with --server NAME"
-    )
+    raise LockfileError(f"{lock_path} holds {len(servers)} servers; choose one with --server NAME")
 
 
-def _fast_check(raws: Sequence[bytes], lock_data: bytes, wanted: str | None) -> CheckResult | None:
-    """The unchanged-bytes fast path (see the module docstring); None when it does not apply."""
-    if not bytes_intact(lock_data):
-        return None
-    try:
-        doc = json.loads(lock_data)
-    except ValueError:  # pragma: no cover - intact bytes are toolpin's own JSON
-        return None
-    servers = doc.get("servers") if isinstance(doc, dict) else None
-    if not isinstance(servers, dict):
-        return None
-    if wanted is not None:
-        name = wanted
-    elif len(servers) == 1:
-        name = next(iter(servers))
-    else:
-        name = DEFAULT_ENTRY
-    entry = servers.get(name)
-    if not isinstance(entry, dict) or not isinstance(entry.get("listingSha256"), str):
-        return None
-    digest = hashlib.sha256()
+# ------------------------------------------------------------------- verified-result cache
+
+_CACHE_FORMAT = 1
+_CACHE_LIMIT = 256
+
+
+def _cache_key(raws: Sequence[bytes], lock_data: bytes, entry_name: str | None) -> str:
+    from toolpin import __version__
+
+    digest = hashlib.sha256(f"toolpin-check {_CACHE_FORMAT} {__version__}\n".encode())
+    digest.update(f"{entry_name!r}\n".encode())
+    digest.update(hashlib.sha256(lock_data).digest())
     for data in raws:
         digest.update(hashlib.sha256(data).digest())
-    if digest.hexdigest() != entry["listingSha256"]:
+    return digest.hexdigest()
+
+
+def _cache_dir() -> Path:
+    return toolpin_home() / "cache" / "check"
+
+
+def _cached_result(key: str) -> CheckResult | None:
+    """A result this machine verified before for exactly these bytes, or None."""
+    try:
+        doc = json.loads((_cache_dir() / f"{key}.json").read_bytes())
+        return _result_from_json(doc)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    identity = None
-    server = entry.get("server")
-    if isinstance(server, dict):
-        identity = Identity(server["name"], server["version"], server.get("protocolVersion"))
-    unchanged: dict[Kind, tuple[str, ...]] = {}
-    for kind, member in (
-        (Kind.TOOL, "tools"),
-        (Kind.PROMPT, "prompts"),
-        (Kind.RESOURCE, "resources"),
-        (Kind.TEMPLATE, "resourceTemplates"),
-    ):
-        block = entry.get(member)
-        if isinstance(block, dict):
-            unchanged[kind] = tuple(sorted(item[kind.key_member] for item in block["items"]))
+
+
+def _remember(key: str, result: CheckResult) -> None:
+    """Record a verified "unchanged" result (best effort: a read-only home is fine)."""
+    directory = _cache_dir()
+    try:
+        ensure_private_dir(directory)
+        data = json.dumps(_result_json(result), sort_keys=True).encode()
+        atomic_write(directory / f"{key}.json", data, mode=0o600)
+        entries = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        for old in entries[: max(0, len(entries) - _CACHE_LIMIT)]:
+            old.unlink(missing_ok=True)
+    except (OSError, StoreError):
+        return
+
+
+def _identity_json(identity: Identity | None) -> dict[str, str] | None:
+    return identity.to_json() if identity is not None else None
+
+
+def _identity_of(raw: Any) -> Identity | None:
+    if raw is None:
+        return None
+    return Identity(str(raw["name"]), str(raw["version"]), raw.get("protocolVersion"))
+
+
+def _result_json(result: CheckResult) -> dict[str, Any]:
+    drift = result.drift
+    return {
+        "format": _CACHE_FORMAT,
+        "lock_format": result.lock_format,
+        "source": result.source,
+        "pinned_at": result.pinned_at,
+        "entry": result.entry_name,
+        "notes": list(result.notes),
+        "partial": result.partial,
+        "unchanged": {kind.value: list(names) for kind, names in drift.unchanged.items()},
+        "compared": [kind.value for kind in drift.compared],
+        "not_checked": list(drift.not_checked),
+        "pinned": _identity_json(drift.identity.pinned),
+        "current": _identity_json(drift.identity.current),
+    }
+
+
+def _result_from_json(doc: Any) -> CheckResult | None:
+    if doc.get("format") != _CACHE_FORMAT:
+        return None
     drift = Drift(
         changes=(),
-        unchanged=unchanged,
+        unchanged={Kind(k): tuple(v) for k, v in doc["unchanged"].items()},
         instructions=None,
-        identity=IdentityReport(pinned=identity, current=identity),
-        compared=tuple(unchanged),
+        identity=IdentityReport(
+            pinned=_identity_of(doc["pinned"]), current=_identity_of(doc["current"])
+        ),
+        not_checked=tuple(doc["not_checked"]),
+        compared=tuple(Kind(k) for k in doc["compared"]),
     )
-    partial = False
+    if not drift.ok:
+        return None
     return CheckResult(
         drift=drift,
-        lock_format="toolpin",
-        source=entry.get("source"),
-        pinned_at=entry.get("pinnedAt"),
-        entry_name=name,
+        lock_format=str(doc["lock_format"]),
+        source=doc["source"],
+        pinned_at=doc["pinned_at"],
+        entry_name=doc["entry"],
+        notes=tuple(doc["notes"]),
         fast_path=True,
-        partial=partial,
+        partial=bool(doc["partial"]),
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+
 import click
 
 from toolpin.console import wants_color

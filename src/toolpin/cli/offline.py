@@ -37,9 +37,18 @@ def _paths(values: tuple[str, ...]) -> list[Path]:
     help="A saved tools/list (or full export); repeat for the pages of one listing.",
 )
 @click.option("--lock", "lock", required=True, metavar="FILE", help="The lockfile to write.")
-@click.option("--source", default=None, help="Label stored in the lock (default: the listing path).")
-@click.option("--pinned-at", "pinned_at", default=None, help="Timestamp stored in the lock (default: now, UTC).")
-@click.option("--server", "entry", default="default", show_default=True, help="Entry name in the lock.")
+@click.option(
+    "--source", default=None, help="Label stored in the lock (default: the listing path)."
+)
+@click.option(
+    "--pinned-at",
+    "pinned_at",
+    default=None,
+    help="Timestamp stored in the lock (default: now, UTC).",
+)
+@click.option(
+    "--server", "entry", default="default", show_default=True, help="Entry name in the lock."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def pin(
     listings: tuple[str, ...],
@@ -52,7 +61,9 @@ def pin(
     """Pin a saved export: write its definitions and hashes to a lockfile."""
     from toolpin.offline import pin as do_pin
 
-    result = do_pin(_paths(listings), Path(lock), source=source, pinned_at=pinned_at, entry_name=entry)
+    result = do_pin(
+        _paths(listings), Path(lock), source=source, pinned_at=pinned_at, entry_name=entry
+    )
     if as_json:
         click.echo(json.dumps(pin_json(result, lock), indent=2, sort_keys=True))
     else:
@@ -109,14 +120,29 @@ def pin_json(result: PinResult, lock: str) -> dict[str, Any]:
 
 
 @cli.command()
-@click.option("--listing", "listings", multiple=True, required=True, metavar="FILE",
-              help="A saved tools/list (or full export); repeat for the pages of one listing.")
-@click.option("--lock", "lock", required=True, metavar="FILE",
-              help="A lockfile written by toolpin or by mcp-tool-pin-check.")
+@click.option(
+    "--listing",
+    "listings",
+    multiple=True,
+    required=True,
+    metavar="FILE",
+    help="A saved tools/list (or full export); repeat for the pages of one listing.",
+)
+@click.option(
+    "--lock",
+    "lock",
+    required=True,
+    metavar="FILE",
+    help="A lockfile written by toolpin or by mcp-tool-pin-check.",
+)
 @click.option("--server", "entry", default=None, help="Which entry of a multi-server lock.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--sarif", "sarif", default=None, metavar="OUT", help="Also write SARIF 2.1.0 to OUT.")
-def check(listings: tuple[str, ...], lock: str, entry: str | None, as_json: bool, sarif: str | None) -> int:
+@click.option(
+    "--sarif", "sarif", default=None, metavar="OUT", help="Also write SARIF 2.1.0 to OUT."
+)
+def check(
+    listings: tuple[str, ...], lock: str, entry: str | None, as_json: bool, sarif: str | None
+) -> int:
     """Check a saved export against a lockfile. Exit 0 unchanged, 1 drift, 2 unusable input."""
     from toolpin.offline import check as do_check
 
@@ -165,11 +191,12 @@ def identity_lines(drift: Drift) -> list[str]:
         out.append(f"identity removed: {_identity_label(ident.pinned)}")
         return out
     if ident.name_changed:
-        out.append(f"server name changed: {visible(ident.pinned.name)} -> {visible(ident.current.name)}")
-    if ident.version_changed:
         out.append(
-            f"server version changed: {visible(ident.pinned.version)} -> {visible(ident.current.version)}"
+            f"server name changed: {visible(ident.pinned.name)} -> {visible(ident.current.name)}"
         )
+    if ident.version_changed:
+        old_version, new_version = visible(ident.pinned.version), visible(ident.current.version)
+        out.append(f"server version changed: {old_version} -> {new_version}")
     if ident.protocol_changed:
         old = ident.pinned.protocol_version or "(none)"
         new = ident.current.protocol_version or "(none)"
@@ -202,7 +229,10 @@ def _changed_tool_lines(change: ItemChange) -> list[Line]:
         elif change.output_event == "removed":
             lines.append(Line("    output changed: outputSchema removed"))
         lines.extend(
-            Line(f"    {visible(finding_line(f, direction='output'))}", "medium" if f.widened else None)
+            Line(
+                f"    {visible(finding_line(f, direction='output'))}",
+                "medium" if f.widened else None,
+            )
             for f in change.output_findings
         )
     if change.annotations_changed:
@@ -253,7 +283,9 @@ def check_text(result: CheckResult) -> list[Line]:
         Line("server identity:"),
     ]
     ident_style = "high" if drift.identity.name_changed else None
-    lines.extend(Line(f"  {x}", ident_style if "name changed" in x else None) for x in identity_lines(drift))
+    lines.extend(
+        Line(f"  {x}", ident_style if "name changed" in x else None) for x in identity_lines(drift)
+    )
     lines.append(Line(""))
     for kind in drift.compared:
         prefix = "" if kind is Kind.TOOL else f"{kind.plural} "
@@ -276,7 +308,9 @@ def check_text(result: CheckResult) -> list[Line]:
                     lines.append(Line("    description:"))
                     lines.extend(Line(f"    {visible(t)}") for t in change.description_diff)
                 lines.extend(_member_lines(change))
-                lines.append(Line("    labels: " + "; ".join(x.text for x in change.labels), change.level))
+                lines.append(
+                    Line("    labels: " + "; ".join(x.text for x in change.labels), change.level)
+                )
         same = drift.unchanged.get(kind, ())
         shown = ", ".join(visible(n) for n in same) if same else "(none)"
         lines.append(Line(f"{prefix}unchanged ({len(same)}): {shown}"))
@@ -290,7 +324,11 @@ def check_text(result: CheckResult) -> list[Line]:
         lines.append(Line("  labels: " + "; ".join(x.text for x in drift.instructions.labels)))
         lines.extend(
             Line(f"  {x.text}", x.style)
-            for x in text_diff(drift.instructions.old or "", drift.instructions.new or "", name="server-instructions")
+            for x in text_diff(
+                drift.instructions.old or "",
+                drift.instructions.new or "",
+                name="server-instructions",
+            )
         )
     for note in result.notes:
         lines.append(Line(f"note: {note}", "dim"))
@@ -308,6 +346,23 @@ def _finding_json(f: Any) -> dict[str, Any]:
     }
 
 
+def _output_event_json(event: str | None) -> list[dict[str, Any]]:
+    # The whole outputSchema appeared or disappeared: mcp-tool-pin-check's own entry.
+    if event is None:
+        return []
+    added = event == "added"
+    return [
+        {
+            "kind": "output_added" if added else "output_removed",
+            "path": "outputSchema",
+            "pointer": "",
+            "class": "output-schema-added" if added else "output-schema-removed",
+            "widened": False,
+            "detail": "not present in the pin" if added else "outputSchema removed",
+        }
+    ]
+
+
 def _change_json(change: ItemChange) -> dict[str, Any]:
     return {
         "name": change.key,
@@ -315,8 +370,8 @@ def _change_json(change: ItemChange) -> dict[str, Any]:
         "description_diff": "\n".join(change.description_diff),
         "annotations_changed": change.annotations_changed,
         "schema_changes": [_finding_json(f) for f in change.input_findings],
-        "output_changes": [_finding_json(f) for f in change.output_findings],
-        "output_schema": change.output_event,
+        "output_changes": _output_event_json(change.output_event)
+        + [_finding_json(f) for f in change.output_findings],
         "widened": change.widened,
         "output_widened": change.output_widened,
         "members": [
@@ -324,8 +379,10 @@ def _change_json(change: ItemChange) -> dict[str, Any]:
         ],
         "labels": [{"key": x.key, "severity": x.severity, "text": x.text} for x in change.labels],
         "level": change.level,
-        "hash": {"pinned": change.old.hash if change.old else None,
-                 "current": change.new.hash if change.new else None},
+        "hash": {
+            "pinned": change.old.hash if change.old else None,
+            "current": change.new.hash if change.new else None,
+        },
     }
 
 
@@ -374,7 +431,11 @@ def check_json(result: CheckResult) -> dict[str, Any]:
         "notes": list(result.notes),
         "partial_listing": result.partial,
     }
-    for kind, key in ((Kind.PROMPT, "prompts"), (Kind.RESOURCE, "resources"), (Kind.TEMPLATE, "resource_templates")):
+    for kind, key in (
+        (Kind.PROMPT, "prompts"),
+        (Kind.RESOURCE, "resources"),
+        (Kind.TEMPLATE, "resource_templates"),
+    ):
         if kind in drift.compared:
             out[key] = part(kind)
     return out

@@ -10,11 +10,12 @@ Everything toolpin compares is hashed here, and nowhere else:
   same value everywhere in toolpin.
 * :func:`canonical_json` is RFC 8785 (JCS): members sorted by UTF-16 code units, no
   whitespace, ECMAScript number formatting. The general path is the ``rfc8785`` package;
-  values produced by :func:`parse_json` take a fast path through the standard library's
-  C encoder, which gives the same bytes because the parser already sorted every object and
-  reduced numbers to forms whose Python and ECMAScript spellings agree. Any value that may
-  not agree (an exponent in the output, an unpaired surrogate) is re-done on the general
-  path, so the fast path is an optimisation, never a different answer (property-tested).
+  almost every value takes a fast path through the standard library's C encoder (sorted
+  keys, compact separators), whose output is the same bytes unless a number is spelled
+  differently by Python and ECMAScript or member names sort differently by code point
+  than by UTF-16 code unit. Both are detected on the encoder's output and re-done on the
+  general path, so the fast path is an optimisation, never a different answer
+  (property-tested against ``rfc8785`` on parsed values and on plain Python values).
 * :func:`definition_hash`, :func:`set_hash`, :func:`instructions_hash` implement the
   hash spec (docs/hash-spec.md), reproducing every published vector.
 
@@ -45,7 +46,6 @@ EMPTY_SET_HASH: Final = hashlib.sha256(b"").hexdigest()
 
 _SAFE_INTEGRAL = 1e16  # below this, str(int(x)) is exactly how ECMAScript writes x
 _BOM = b"\xef\xbb\xbf"
-_EXPONENT = re.compile(r"\de[-+]\d")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -77,23 +77,18 @@ def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
         raise _Reject("a member name is repeated in an object")
-    if len(obj) > 1:
-        keys = "".join(obj)
-        if keys.isascii():
-            return dict(sorted(obj.items()))
-        return dict(sorted(obj.items(), key=_utf16_item))
     return obj
 
 
-def _python_object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        raise _Reject("a member name is repeated in an object")
-    return obj
-
-
-def _utf16_item(item: tuple[str, Any]) -> bytes:
-    return utf16_key(item[0])
+def sorted_members(value: JSONValue) -> JSONValue:
+    """A copy of ``value`` with every object's members in RFC 8785 order (UTF-16 code
+    units), for output people read (lockfiles); hashing never needs it."""
+    kind = type(value)
+    if kind is dict:
+        return {k: sorted_members(value[k]) for k in sorted(value, key=utf16_key)}
+    if kind is list:
+        return [sorted_members(v) for v in value]
+    return value
 
 
 def utf16_key(text: str) -> bytes:
@@ -142,18 +137,18 @@ def parse_json(
     """Parse one JSON document strictly. Raises :class:`JSONError` with a one-line reason.
 
     ``numbers="js"`` (the default, used for everything toolpin hashes) reads numbers as
-    JavaScript does and returns objects with their members sorted canonically.
-    ``numbers="python"`` keeps Python's exact integers and float values and the original
-    member order; it exists only to verify lockfiles of mcp-tool-pin-check, whose hash
-    recipe depends on Python's number formatting.
+    JavaScript does: every number is the double a JavaScript client would hold, and an
+    integral one comes back as ``int`` (so ``1``, ``1.0`` and ``1E0`` are one value).
+    ``numbers="python"`` keeps Python's exact integers and float values; it exists only to
+    verify lockfiles of mcp-tool-pin-check, whose hash recipe depends on Python's number
+    formatting. Objects keep the document's member order in both modes (the canonical
+    form sorts; :func:`sorted_members` sorts for display).
     """
     text = _decode(data, allow_bom=allow_bom)
     if numbers == "js":
-        hook = _object_hook
         parse_float: Any = _js_number
         parse_int: Any = _js_int
     elif numbers == "python":
-        hook = _python_object_hook
         parse_float = _python_float
         parse_int = int
     else:  # pragma: no cover - programming error
@@ -161,7 +156,7 @@ def parse_json(
     try:
         value = json.loads(
             text,
-            object_pairs_hook=hook,
+            object_pairs_hook=_object_hook,
             parse_float=parse_float,
             parse_int=parse_int,
             parse_constant=_reject_constant,
@@ -169,7 +164,9 @@ def parse_json(
     except _Reject as exc:
         raise JSONError(str(exc)) from None
     except json.JSONDecodeError as exc:
-        raise JSONError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        raise JSONError(
+            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
     except RecursionError:
         raise JSONError(f"nested more than {max_depth} levels deep") from None
     except ValueError as exc:  # e.g. int() on a 5,000-digit literal
@@ -236,24 +233,69 @@ def normalize(value: Any) -> JSONValue:
 def canonical_bytes(value: JSONValue) -> bytes:
     """UTF-8 bytes of the RFC 8785 form of ``value`` (what every hash is taken over).
 
-    ``value`` must come from :func:`parse_json` or :func:`normalize`. Unpaired surrogates
-    are written as lowercase ``\\udxxx`` escapes, as the spec and ``JSON.stringify`` do.
-    Raises :class:`JSONError` when the value has no canonical form.
+    ``value`` is any JSON-like Python value (dicts with string keys, lists, strings,
+    numbers, booleans, None); values from :func:`parse_json` take the fast path almost
+    always. Unpaired surrogates are written as lowercase ``\\udxxx`` escapes, as the spec
+    and ``JSON.stringify`` do. Raises :class:`JSONError` when the value has no canonical
+    form (NaN, infinity, a non-string key, absurd nesting).
     """
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _ENCODE(value)
     except RecursionError:
         raise JSONError("nested too deeply to canonicalize") from None
     except (TypeError, ValueError) as exc:
         raise JSONError(f"value has no canonical form: {exc}") from None
-    # An exponent means a number whose Python and ECMAScript spellings may differ; an
-    # unpaired surrogate cannot be encoded. Both are rare: redo those on the general path.
-    if ("e-" in text or "e+" in text) and _EXPONENT.search(text) is not None:
-        return _general_canonical(value).encode("utf-8")
     try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # an unpaired surrogate
         return _general_canonical(value).encode("utf-8")
+    if _needs_general_path(data):
+        return _general_canonical(value).encode("utf-8")
+    return data
+
+
+# The fast path is the standard library's C encoder with sorted keys. Its output is the
+# RFC 8785 form unless (a) a number is spelled differently by Python and ECMAScript: an
+# exponent ("1e-07" / "1e-7", "1e+16" / "10000000000000000"), an integral float ("1.0" /
+# "1"; never produced by parse_json) or an integer of 16 digits or more (exact in Python,
+# maybe rounded in ECMAScript; parse_json never produces one beyond 2^53); or (b) member
+# names sort differently by code point than by UTF-16 code unit, which needs a character
+# above U+FFFF (UTF-8 lead byte F0-F4) and one in U+E000..U+FFFF (lead byte EE or EF) in
+# the same text. All of it is read from one byte-class translation of the UTF-8 output.
+# A test may fire on text inside a string; that only costs the general path.
+_ENCODE: Final = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=True
+).encode
+
+
+def _byte_classes() -> bytes:
+    table = bytearray(b" " * 256)
+    for byte in b"0123456789":
+        table[byte] = ord("0")
+    table[ord("e")] = ord("e")
+    table[ord("+")] = table[ord("-")] = ord("+")
+    table[ord(".")] = ord(".")
+    for byte in b",}]":
+        table[byte] = ord(",")
+    for byte in range(0xF0, 0xF5):
+        table[byte] = ord("A")
+    table[0xEE] = table[0xEF] = ord("E")
+    return bytes(table)
+
+
+_CLASSES: Final = _byte_classes()
+_LONG_INTEGER: Final = b"0" * 16
+
+
+def _needs_general_path(data: bytes) -> bool:
+    classes = data.translate(_CLASSES)
+    return (
+        b"0e+0" in classes
+        or b"0.0," in classes
+        or classes.endswith(b"0.0")
+        or _LONG_INTEGER in classes
+        or (b"A" in classes and b"E" in classes)
+    )
 
 
 def canonical_json(value: JSONValue) -> str:
@@ -360,9 +402,13 @@ def instructions_hash(instructions: str | None) -> str | None:
 def pretty_json(value: JSONValue, *, indent: int = 2) -> str:
     """Canonical member order and number formatting, pretty-printed for people and diffs."""
     compact = canonical_json(value)
-    if _EXPONENT.search(compact) is None and not has_lone_surrogate(value):
-        return json.dumps(value, ensure_ascii=False, indent=indent)
-    # Re-read the canonical text so numbers keep their ECMAScript spelling.
+    try:
+        fast = _ENCODE(value)
+    except (TypeError, ValueError):  # pragma: no cover - canonical_json raised already
+        fast = ""
+    if fast == compact:
+        return json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=True)
+    # Re-indent the canonical text so numbers and member order stay as RFC 8785 has them.
     return _reindent(compact, indent)
 
 

@@ -183,7 +183,9 @@ class Drift:
 
     def summary_items(self) -> list[tuple[str, tuple[Label, ...]]]:
         """``(display name, labels)`` per changed thing, most severe first."""
-        items: list[tuple[str, tuple[Label, ...]]] = [(c.display_name, c.labels) for c in self.changes]
+        items: list[tuple[str, tuple[Label, ...]]] = [
+            (c.display_name, c.labels) for c in self.changes
+        ]
         if self.instructions is not None:
             items.append(("server instructions", self.instructions.labels))
         if self.identity.name_changed:
@@ -272,7 +274,9 @@ def _without_key(kind: Kind, definition: Definition) -> str:
     return canonical_json(value)
 
 
-def _renames(kind: Kind, removed: Sequence[Definition], added: Sequence[Definition]) -> dict[str, str]:
+def _renames(
+    kind: Kind, removed: Sequence[Definition], added: Sequence[Definition]
+) -> dict[str, str]:
     """Pairs of a removed and an added definition that look like a rename (both directions)."""
     if not removed or not added or len(removed) * len(added) > 2500:
         return {}
@@ -299,10 +303,12 @@ def description_diff(old: JSONValue, new: JSONValue) -> tuple[str, ...]:
     a, b = _text(old), _text(new)
     if a == b:
         return ()
+    # Split on "\n" only: str.splitlines() also splits on U+2028, U+2029, U+0085 and
+    # friends, which would hide a change between two of them.
     return tuple(
         difflib.unified_diff(
-            a.splitlines() or [""],
-            b.splitlines() or [""],
+            a.split("\n"),
+            b.split("\n"),
             "description (pinned)",
             "description (current)",
             n=1,
@@ -371,13 +377,18 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
         "description": bool(desc),
         "inputSchema": bool(input_findings),
         "outputSchema": bool(output_findings) or output_event is not None,
-        "annotations": False,  # an annotations difference is always reported by its flag
+        "annotations": annotations_changed,
         "arguments": any(m.member == "arguments" for m in members),
     }
+    # e.g. "inputSchema": {} versus none, a null description versus "": no rule above
+    # fired, yet the hash differs; say which member and how.
     for member in _DETAILED[kind]:
-        if (member in a) != (member in b) and not explained[member]:
-            # e.g. "inputSchema": {} versus no inputSchema: the hash differs, say where
+        if explained[member]:
+            continue
+        if (member in a) != (member in b):
             members.append(MemberChange(member, ADDED if member in b else REMOVED))
+        elif member in a and canonical_json(a[member]) != canonical_json(b[member]):
+            members.append(MemberChange(member, CHANGED, _shape_change(a[member], b[member])))
     old_text, new_text = canonical_json(a), canonical_json(b)
     structural = lab.structural_labels(
         fields_added=fields_added,
@@ -407,6 +418,23 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
         # Same members, no rule fired: still say something (never an unexplained change).
         change = _replace_members(change, (MemberChange("definition", CHANGED, "representation"),))
     return change
+
+
+def _json_type(value: JSONValue) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "empty string" if value == "" else "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _shape_change(old: JSONValue, new: JSONValue) -> str:
+    before, after = _json_type(old), _json_type(new)
+    return f"{before} -> {after}" if before != after else f"{before} value"
 
 
 def _replace_members(change: ItemChange, members: tuple[MemberChange, ...]) -> ItemChange:
@@ -445,11 +473,14 @@ def _argument_changes(old: JSONValue, new: JSONValue) -> tuple[list[MemberChange
         members.append(
             MemberChange("arguments", ADDED, visible(name) + (" (required)" if req else ""))
         )
-    for name in sorted(n for n in a if n not in b):
-        members.append(MemberChange("arguments", REMOVED, visible(name)))
-    for name in sorted(n for n in a if n in b):
-        if canonical_json(a[name]) != canonical_json(b[name]):
-            members.append(MemberChange("arguments", CHANGED, visible(name)))
+    members.extend(
+        MemberChange("arguments", REMOVED, visible(name)) for name in sorted(set(a) - set(b))
+    )
+    members.extend(
+        MemberChange("arguments", CHANGED, visible(name))
+        for name in sorted(n for n in a if n in b)
+        if canonical_json(a[name]) != canonical_json(b[name])
+    )
     if not members and canonical_json(old) != canonical_json(new):
         members.append(MemberChange("arguments", CHANGED, "order"))
     return members, added

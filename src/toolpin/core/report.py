@@ -47,9 +47,10 @@ def _item_diff(change: ItemChange) -> list[Line]:
 
 def change_details(change: ItemChange) -> list[tuple[str, str | None]]:
     """Schema findings and member changes of a changed item, as (text, style) pairs."""
-    out: list[tuple[str, str | None]] = []
-    for finding in change.input_findings:
-        out.append((visible(finding_line(finding)), "medium" if finding.widened else None))
+    out: list[tuple[str, str | None]] = [
+        (visible(finding_line(finding)), "medium" if finding.widened else None)
+        for finding in change.input_findings
+    ]
     if change.output_event == ADDED:
         out.append(("output changed: outputSchema added (not present in the pin)", None))
     elif change.output_event == REMOVED:
@@ -74,7 +75,9 @@ def full_diff(drift: Drift) -> list[Line]:
     if drift.instructions is not None:
         out.extend(
             text_diff(
-                drift.instructions.old or "", drift.instructions.new or "", name="server-instructions"
+                drift.instructions.old or "",
+                drift.instructions.new or "",
+                name="server-instructions",
             )
         )
         if drift.instructions.old is None:

@@ -103,9 +103,11 @@ class Definition:
     @classmethod
     def of(cls, kind: Kind, value: Mapping[str, JSONValue]) -> Definition:
         """Hash a parsed definition. Raises :class:`ListingError` if it has no usable key."""
-        key = value.get(kind.key_member) if isinstance(value, Mapping) else None
+        key = value.get(kind.key_member)
         if not isinstance(key, str):
-            raise ListingError(f"each {kind.value.replace('_', ' ')} needs a string {kind.key_member}")
+            raise ListingError(
+                f"each {kind.value.replace('_', ' ')} needs a string {kind.key_member}"
+            )
         digest = hashlib.sha256(canonical_bytes(value)).hexdigest()
         return cls(key=key, hash=digest, value=dict(value))
 
@@ -129,11 +131,12 @@ class Listing:
                 repeated.add(item.key)
             seen.add(item.key)
         if repeated:
+            count = len(repeated)
             raise ListingError(
-                f"{len(repeated)} {kind.key_member} value(s) appear more than once in the "
-                f"{kind.plural} listing",
-                advice="Each definition must have its own name; see `toolpin check --json`"
-                " on a fixed listing.",
+                f"{count} {kind.key_member} value{'s' if count > 1 else ''} "
+                f"appear{'' if count > 1 else 's'} more than once in the {kind.plural} listing",
+                advice=f"Every {kind.value.replace('_', ' ')} needs its own {kind.key_member}; "
+                "this listing cannot be pinned as it is.",
             )
         digest = set_hash((d.key, d.hash) for d in items) if items else EMPTY_SET_HASH
         return cls(kind=kind, items=tuple(items), set_hash=digest)
@@ -198,6 +201,26 @@ class Snapshot:
     instructions_known: bool = False
     identity: Identity | None = None
 
+    @classmethod
+    def of_listings(
+        cls,
+        listings: Mapping[Kind, Listing],
+        *,
+        instructions: str | None = None,
+        instructions_known: bool = False,
+        identity: Identity | None = None,
+    ) -> Snapshot:
+        """A snapshot of the given listings (a kind that is missing is unknown)."""
+        return cls(
+            tools=listings.get(Kind.TOOL),
+            prompts=listings.get(Kind.PROMPT),
+            resources=listings.get(Kind.RESOURCE),
+            resource_templates=listings.get(Kind.TEMPLATE),
+            instructions=instructions,
+            instructions_known=instructions_known,
+            identity=identity,
+        )
+
     def listing(self, kind: Kind) -> Listing | None:
         """The listing of ``kind``, or ``None`` when unknown."""
         if kind is Kind.TOOL:
@@ -259,7 +282,9 @@ def _single_line(value: JSONValue, what: str) -> str:
     return value
 
 
-def _identity_from(obj: Mapping[str, JSONValue], *, allow_protocol_only: bool = False) -> Identity | None:
+def _identity_from(
+    obj: Mapping[str, JSONValue], *, allow_protocol_only: bool = False
+) -> Identity | None:
     has_info = "serverInfo" in obj
     has_protocol = "protocolVersion" in obj
     if not has_info and not has_protocol:
@@ -299,13 +324,13 @@ def _identity_from_initialize(value: JSONValue) -> Identity:
     return found
 
 
-def _identity_from_discover(result: Mapping[str, JSONValue]) -> Identity | None:
+def _identity_from_meta(result: Mapping[str, JSONValue]) -> Identity | None:
     meta = result.get("_meta")
     if not isinstance(meta, dict) or SERVER_INFO_META not in meta:
         return None
     info = meta[SERVER_INFO_META]
     if not isinstance(info, dict):
-        raise ListingError("the discover result's serverInfo must be a JSON object")
+        raise ListingError("the _meta serverInfo must be a JSON object")
     name = _single_line(info.get("name"), "serverInfo.name")
     version = _single_line(info.get("version"), "serverInfo.version")
     return Identity(name=name, version=version, protocol_version=None)
@@ -330,7 +355,7 @@ class _Parts:
     def add_discover(self, result: JSONValue, what: str) -> None:
         if not isinstance(result, dict):
             raise ListingError(f"{what} must be a JSON object")
-        found = _identity_from_discover(result)
+        found = _identity_from_meta(result)
         if found is not None:
             self.identities.append(found)
         self.instructions.append(result.get("instructions"))
@@ -368,9 +393,10 @@ def _read_page(doc: JSONValue, parts: _Parts) -> None:
         if _is_discover_result(source):
             parts.add_discover(source, "the discover result")
             continue
-        found = _identity_from(source)
-        if found is not None:
-            parts.identities.append(found)
+        # identity beside the lists (mcp-tool-pin-check), or in a 2026 result's _meta
+        for found in (_identity_from(source), _identity_from_meta(source)):
+            if found is not None:
+                parts.identities.append(found)
         if "instructions" in source:
             parts.instructions.append(source["instructions"])
 
@@ -390,13 +416,16 @@ def snapshot_from_export(pages: JSONValue | Sequence[JSONValue], *, paged: bool 
     With ``paged=False`` ``pages`` is one parsed document; with ``paged=True`` it is a
     sequence of parsed documents, the pages of one listing in any order.
     """
-    docs: Sequence[JSONValue] = pages if paged else [pages]  # type: ignore[assignment]
+    docs: Sequence[JSONValue] = pages if paged else [pages]
     parts = _Parts()
     for doc in docs:
         parts.next_cursor = None
         _read_page(doc, parts)
-    if not parts.items:
-        raise ListingError("listing has no tools array (expected result.tools, tools, or a bare list)")
+    if Kind.TOOL not in parts.items:
+        # as mcp-tool-pin-check: an export without tools/list is not the listing asked for
+        raise ListingError(
+            "listing has no tools array (expected result.tools, tools, or a bare list)"
+        )
     identity = _merge_identities(parts.identities)
     instructions, known = _merge_instructions(parts.instructions)
     listings: dict[Kind, Listing] = {}
@@ -404,14 +433,8 @@ def snapshot_from_export(pages: JSONValue | Sequence[JSONValue], *, paged: bool 
         if kind is Kind.TOOL:
             _validate_tools(raw)
         listings[kind] = Listing.parse(kind, raw)
-    snap = Snapshot(
-        tools=listings.get(Kind.TOOL),
-        prompts=listings.get(Kind.PROMPT),
-        resources=listings.get(Kind.RESOURCE),
-        resource_templates=listings.get(Kind.TEMPLATE),
-        instructions=instructions,
-        instructions_known=known,
-        identity=identity,
+    snap = Snapshot.of_listings(
+        listings, instructions=instructions, instructions_known=known, identity=identity
     )
     return Export(snapshot=snap, partial=parts.next_cursor is not None)
 
@@ -485,11 +508,8 @@ def snapshot_from_results(
                 raise ListingError(f"a {kind.method} page has no {kind.list_member} array")
             raw.extend(items)
         listings[kind] = Listing.parse(kind, raw)
-    return Snapshot(
-        tools=listings.get(Kind.TOOL),
-        prompts=listings.get(Kind.PROMPT),
-        resources=listings.get(Kind.RESOURCE),
-        resource_templates=listings.get(Kind.TEMPLATE),
+    return Snapshot.of_listings(
+        listings,
         instructions=instructions,
         instructions_known=instructions_known,
         identity=identity,
