@@ -181,8 +181,47 @@ class _Conversation:
         )
 
 
+class StderrTail:
+    """Keeps the last ``limit`` bytes a server writes to stderr (for a caller's own rules,
+    such as the crawler's placeholder-credential retry; never put into a message)."""
+
+    def __init__(self, limit: int = 16 * 1024) -> None:
+        self.limit = limit
+        self._buffer = bytearray()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def _drain(self, stream: Any) -> None:
+        try:
+            for chunk in iter(lambda: stream.read1(65536), b""):
+                with self._lock:
+                    self._buffer += chunk
+                    if len(self._buffer) > self.limit:
+                        del self._buffer[: len(self._buffer) - self.limit]
+        except (OSError, ValueError):
+            pass
+
+    def attach(self, stream: Any) -> None:
+        """Start draining ``stream`` (the server's stderr pipe)."""
+        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def finish(self) -> None:
+        """Wait briefly for the last bytes after the server stopped."""
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+
+    def text(self) -> str:
+        """The tail as text (undecodable bytes replaced)."""
+        with self._lock:
+            return bytes(self._buffer).decode("utf-8", "replace")
+
+
 def _spawn(
-    argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None
+    argv: Sequence[str],
+    env: Mapping[str, str] | None,
+    cwd: str | None,
+    stderr_tail: StderrTail | None = None,
 ) -> subprocess.Popen[bytes]:
     kwargs: dict[str, Any] = {}
     if os.name == "posix":
@@ -190,17 +229,20 @@ def _spawn(
     else:  # pragma: no cover - Windows
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE if stderr_tail is not None else subprocess.DEVNULL,
             env=dict(env) if env is not None else None,
             cwd=cwd,
             **kwargs,
         )
     except OSError as exc:
         raise ProbeError(f"cannot start the server: {exc.strerror or exc}") from None
+    if stderr_tail is not None and proc.stderr is not None:
+        stderr_tail.attach(proc.stderr)
+    return proc
 
 
 def _stop(talk: _Conversation) -> None:
@@ -244,6 +286,7 @@ def probe_stdio(
     max_output: int = MAX_OUTPUT,
     discover_timeout: float = DISCOVER_TIMEOUT,
     capabilities: Mapping[str, Any] | None = None,
+    stderr_tail: StderrTail | None = None,
 ) -> ProbeResult:
     """Start ``argv``, list everything, stop it. Raises :class:`ProbeError`.
 
@@ -254,13 +297,14 @@ def probe_stdio(
     ``capabilities`` are the client capabilities the probe declares (none by default);
     some servers offer more tools to a client that declares, say, ``roots``. The server
     and every process it started in its process group are stopped at the end.
+    ``stderr_tail``, when given, keeps the end of the server's stderr (otherwise discarded).
     """
     if not argv:
         raise ProbeError("empty server command")
     if era not in ("auto", "modern", "handshake"):
         raise ProbeError(f"unknown protocol era {era!r} (auto, modern or handshake)")
     deadline = time.monotonic() + timeout
-    proc = _spawn(argv, env, cwd)
+    proc = _spawn(argv, env, cwd, stderr_tail)
     caps = dict(capabilities) if capabilities is not None else {}
     talk = _Conversation(proc, max_output, caps)
     try:
@@ -269,6 +313,8 @@ def probe_stdio(
         raise ProbeError(f"the server did not answer within {timeout:g}s") from None
     finally:
         _stop(talk)
+        if stderr_tail is not None:
+            stderr_tail.finish()
 
 
 def _converse(

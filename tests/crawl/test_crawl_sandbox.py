@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from toolpin.crawl.sandbox import (
     placeholder_plan,
     sandbox_env,
 )
-from toolpin.crawl.stdio import StderrTail, probe_sandboxed, run_with_stderr
+from toolpin.crawl.stdio import STDERR_TAIL_BYTES, probe_sandboxed, run_with_stderr
 from toolpin.errors import ProbeError
 
 
@@ -129,10 +129,18 @@ def test_retry_happens_once_only(tmp_path: Path) -> None:
     assert "placeholder" not in caught.value.message  # nothing named: no retry at all
 
 
-def test_stderr_tail_is_bounded_and_cleaned_up(tmp_path: Path) -> None:
-    with StderrTail(tmp_path, limit=100) as tail:
-        fd = os.open(tail.path, os.O_WRONLY)
-        os.write(fd, b"x" * 5000 + b"END")
-        os.close(fd)
-    assert tail.text().endswith("END") and len(tail.text()) == 100
-    assert list(tmp_path.iterdir()) == []
+def test_stderr_tail_is_bounded(tmp_path: Path) -> None:
+    script = tmp_path / "noisy.py"
+    script.write_text(
+        "import sys\nsys.stderr.write('x' * 50000 + 'END')\nsys.stderr.flush()\nsys.exit(3)\n"
+    )
+    result, error, stderr = run_with_stderr(
+        [sys.executable, str(script)],
+        env=sandbox_env(tmp_path),
+        cwd=None,
+        timeout=20,
+        scratch=tmp_path,
+    )
+    assert result is None and error is not None
+    assert stderr.endswith("END") and len(stderr) == STDERR_TAIL_BYTES
+    assert list(tmp_path.iterdir()) == [script]  # nothing left behind

@@ -39,9 +39,11 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc.diagnostics(), exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "toolpin"
+        _fail(f"{exc.format_message()}\nTry '{where} --help' for help.", 2)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
+        _fail(exc.format_message(), exc.exit_code if exc.exit_code else 2)
     except click.exceptions.Abort:
         _fail("aborted", 2)
     except KeyboardInterrupt:
