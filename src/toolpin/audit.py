@@ -116,7 +116,9 @@ def verify_chain(path: Path) -> ChainReport:
         try:
             entry = parse_json(raw)
         except JSONError as exc:
-            return ChainReport(count, False, f"line {number} is not valid JSON ({exc.message})", number)
+            return ChainReport(
+                count, False, f"line {number} is not valid JSON ({exc.message})", number
+            )
         if not isinstance(entry, dict) or not isinstance(entry.get("hash"), str):
             return ChainReport(count, False, f"line {number} is not an audit entry", number)
         if entry.get("prev") != prev:

@@ -37,11 +37,13 @@ def run_proxy(
     try:
         source = StorePinSource(PinStore(), sid, label)
     except ToolpinError as exc:
+        quoted = json.dumps(visible(label), ensure_ascii=False)
         return refuse(
             label,
             exc.diagnostics(),
-            f"toolpin could not read its pin store, so {json.dumps(visible(label), ensure_ascii=False)} "
-            "was not started. See the message in the server log.",
+            f"toolpin could not read its pin store, so {quoted} was not started. "
+            "See the message in the server log.",
+            server=sid,
         )
     options = ProxyOptions(
         label=label,
@@ -54,18 +56,42 @@ def run_proxy(
     return run(argv, options)
 
 
-def refuse(label: str, why: str, client_message: str) -> int:
-    """Do not start the server: say why on stderr, answer every request with -31043."""
+def refuse(
+    label: str,
+    why: str,
+    client_message: str,
+    *,
+    server: str | None = None,
+    review: str | None = None,
+) -> int:
+    """Do not start the server: say why on stderr, answer every request with -31043.
+
+    Returns 2 (could not verify) once the client hangs up. ``why`` goes to stderr only;
+    the client gets ``client_message`` and ``data`` = ``{reason: "refused", server,
+    review, changes: []}``.
+    """
     sys.stderr.write(f"toolpin: not starting {visible(label)}: {why}\n")
     sys.stderr.flush()
+    data: dict[str, object] = {
+        "reason": "refused",
+        "server": server,
+        "review": review if review is not None else "toolpin list",
+        "changes": [],
+    }
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
         try:
             msg = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(msg, dict) and "id" in msg and "method" in msg:
-            reply = error_response(msg["id"], UNVERIFIED_ERROR, client_message, {"reason": "refused"})
-            out.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
-            out.flush()
+        except (ValueError, RecursionError):
+            try:
+                msg = json.loads(line.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                continue
+        if isinstance(msg, dict) and "id" in msg and isinstance(msg.get("method"), str):
+            reply = error_response(msg["id"], UNVERIFIED_ERROR, client_message, data)
+            try:
+                out.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
+                out.flush()
+            except OSError:
+                break
     return 2

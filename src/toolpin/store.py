@@ -181,7 +181,9 @@ class PinStore:
                 continue
             if record is not None:
                 out.append(record)
-        return sorted(out, key=lambda r: (r.label, r.id) if isinstance(r, PinRecord) else ("", r[0]))
+        return sorted(
+            out, key=lambda r: (r.label, r.id) if isinstance(r, PinRecord) else ("", r[0])
+        )
 
     # ------------------------------------------------------------------------------ write
 
@@ -203,7 +205,9 @@ class PinStore:
         try:
             atomic_write(self.path_for(record.id), dumps_with_digest(doc), mode=0o600)
         except OSError as exc:
-            raise StoreError(f"cannot write {self.path_for(record.id)}: {exc.strerror or exc}") from None
+            raise StoreError(
+                f"cannot write {self.path_for(record.id)}: {exc.strerror or exc}"
+            ) from None
 
     def _audit(self, event: str, fields: dict[str, Any]) -> None:
         try:
@@ -254,7 +258,9 @@ class PinStore:
                     "changes": change_keys(drift),
                 },
             )
-            pending = Pending(observed_at=audit.now_iso(), snapshot=observed, mid_session=mid_session)
+            pending = Pending(
+                observed_at=audit.now_iso(), snapshot=observed, mid_session=mid_session
+            )
             self._write(
                 PinRecord(
                     id=current.id,
