@@ -63,9 +63,16 @@ class PinRecord:
 
 
 def change_keys(drift: Drift) -> list[dict[str, Any]]:
-    """``[{name, kinds}]`` with label keys only: the part of a drift safe to store or send."""
+    """``[{name, kinds}]`` with label keys only: the part of a drift safe to store or send.
+
+    Names are made visible (escapes for control, bidi and tag characters) and clipped,
+    since a name is the one piece of server text a client is shown.
+    """
+    from toolpin.core.render import clip, visible
+
     out: list[dict[str, Any]] = [
-        {"name": c.display_name, "kinds": c.label_keys} for c in drift.changes
+        {"name": clip(visible(c.display_name), 128), "kinds": c.label_keys}
+        for c in drift.changes
     ]
     if drift.instructions is not None:
         out.append(
