@@ -17,7 +17,7 @@ from pathlib import PurePath, PureWindowsPath
 from typing import Final
 
 from toolpin.core.canonical import canonical_bytes, normalize
-from toolpin.core.render import visible
+from toolpin.core.render import clip, visible
 from toolpin.errors import InputError
 
 ID_LENGTH: Final = 16
@@ -46,7 +46,7 @@ def check_id(text: str) -> str:
     """Validate a server id typed by a user (exit 2 with one line when malformed)."""
     if not _ID.fullmatch(text):
         raise InputError(
-            f"{visible(text)!r} is not a server id (16 lowercase hex characters)",
-            advice="See `toolpin list` for the ids of pinned servers.",
+            f"{clip(visible(text), 40)!r} is not a server id "
+            "(16 lowercase hex characters; see `toolpin list`)"
         )
     return text

@@ -71,8 +71,7 @@ def change_keys(drift: Drift) -> list[dict[str, Any]]:
     from toolpin.core.render import clip, visible
 
     out: list[dict[str, Any]] = [
-        {"name": clip(visible(c.display_name), 128), "kinds": c.label_keys}
-        for c in drift.changes
+        {"name": clip(visible(c.display_name), 128), "kinds": c.label_keys} for c in drift.changes
     ]
     if drift.instructions is not None:
         out.append(
@@ -313,9 +312,7 @@ class PinStore:
         """The pin of a server; :class:`InputError` (exit 2) when there is none."""
         record = self.load(server_id)
         if record is None:
-            raise InputError(
-                f"unknown server id {server_id}", advice="See `toolpin list` for pinned servers."
-            )
+            raise InputError(f"unknown server id {server_id} (see `toolpin list`)")
         return record
 
     def forget(self, server_id: str) -> bool:

@@ -500,3 +500,24 @@ def test_legacy_server_refusing_discover_lets_the_client_fall_back(env: Env) -> 
     proxy.initialize()
     assert proxy.call("tools/list")["result"]["tools"] == APPROVED
     assert proxy.close() == 0
+
+
+def test_cloaking_with_a_float_spelled_id_is_caught(env: Env) -> None:
+    # A JavaScript client matches 2.0 to request 2: so must the proxy.
+    server = env.server(cloak={"tools": EVIL}, float_ids=True)
+    proxy = env.proxy(server)
+    proxy.initialize()
+    reply = proxy.call("tools/list")
+    assert reply["error"]["code"] == DRIFT
+    assert all(b"notes from the conversation" not in line for line in proxy.received)
+    assert proxy.wait() == 1
+
+
+def test_invalid_utf8_in_a_client_listing_stops_the_session(env: Env) -> None:
+    server = env.server(bad_utf8=True)
+    proxy = env.proxy(server)
+    proxy.initialize()
+    reply = proxy.call("tools/list")
+    assert reply["error"]["code"] == UNVERIFIED
+    assert all(b"\xff" not in line for line in proxy.received)
+    assert proxy.wait() == 2

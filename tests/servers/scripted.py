@@ -21,6 +21,8 @@ server between two sessions by rewriting it. Keys (all optional):
 ``exit_after_answer`` exit with status 4 right after answering this method
 ``dup_key``           repeat a member name in ``tools/list`` results (``"client"``: only
                       in answers to the client)
+``float_ids``         answer the client's integer ids spelled as floats (``2.0``)
+``bad_utf8``          put an invalid UTF-8 byte into ``tools/list`` answers to the client
 ``junk``              lines written raw at start and after each answer
 ``recv_log``          append every line received, raw, to this file
 ``sent_log``          append every line sent, raw, to this file
@@ -69,7 +71,12 @@ def send(message: dict[str, Any]) -> None:
     if dup and (dup is True or not ours) and message.get("result", {}).get("tools") is not None:
         # {"jsonrpc":"2.0","id":..,"result":{"tools":[...]} } -> repeat "result"
         text = text[:-1] + ',"result":{"tools":[]}}'
-    send_raw(text.encode("utf-8") + b"\n")
+    data = text.encode("utf-8")
+    if not ours and isinstance(message.get("id"), int) and CONFIG.get("float_ids"):
+        data = data.replace(b'"id":%d,' % message["id"], b'"id":%d.0,' % message["id"], 1)
+    if not ours and CONFIG.get("bad_utf8") and message.get("result", {}).get("tools"):
+        data = data.replace(b'"description":"', b'"description":"\xff', 1)
+    send_raw(data + b"\n")
 
 
 def junk() -> None:

@@ -194,9 +194,7 @@ def forget_command(server_id: str) -> int:
     if not _store().forget(sid):
         from toolpin.errors import InputError
 
-        raise InputError(
-            f"unknown server id {sid}", advice="See `toolpin list` for pinned servers."
-        )
+        raise InputError(f"unknown server id {sid} (see `toolpin list`)")
     click.echo("forgotten; it will be pinned again on its next start")
     return 0
 
