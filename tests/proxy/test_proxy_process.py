@@ -42,7 +42,7 @@ def started(toolpin_home: Path, tmp_path: Path, **config: object) -> tuple[Proxy
 
 
 def test_server_stderr_passes_through(toolpin_home: Path, tmp_path: Path) -> None:
-    proxy, pid = started(toolpin_home, tmp_path, stderr="hello from the server \u00e9")
+    proxy, _pid = started(toolpin_home, tmp_path, stderr="hello from the server \u00e9")
     assert proxy.close() == 0
     assert "hello from the server \u00e9" in proxy.stderr
 
@@ -81,7 +81,7 @@ def test_server_exit_code_is_the_proxys(toolpin_home: Path, tmp_path: Path) -> N
 
 
 def test_blocked_session_leaves_no_process(toolpin_home: Path, tmp_path: Path) -> None:
-    proxy, pid = started(toolpin_home, tmp_path)
+    proxy, _pid = started(toolpin_home, tmp_path)
     assert proxy.close() == 0
     pid_file = tmp_path / "server.pid"
     pid_file.unlink()

@@ -83,17 +83,20 @@ from toolpin.core.snapshot import Kind, Listing, Snapshot
 from toolpin.store import PinRecord, PinStore
 from toolpin import audit
 
+SID = "0123456789abcdef"
 store = PinStore(Path(sys.argv[1]))
 store.ensure()
 big = "x" * 200_000
 snaps = []
 for n in range(2):
-    tools = Listing.parse(Kind.TOOL, [{"name": f"t{i}", "description": f"{n} {big}"} for i in range(8)])
+    raw = [{"name": f"t{i}", "description": f"{n} {big}"} for i in range(8)]
+    tools = Listing.parse(Kind.TOOL, raw)
     snaps.append(Snapshot(tools=tools, instructions=None, instructions_known=True))
 print("ready", flush=True)
 i = 0
 while True:
-    store._write(PinRecord(id="0123456789abcdef", label=f"w{i}", pinned_at="t", snapshot=snaps[i % 2]))
+    record = PinRecord(id=SID, label=f"w{i}", pinned_at="t", snapshot=snaps[i % 2])
+    store._write(record)
     audit.append(store.audit_path, "pin", {"server": "0123456789abcdef", "n": i})
     i += 1
 """
