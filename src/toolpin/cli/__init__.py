@@ -28,6 +28,7 @@ def cli() -> None:
 def _register_commands() -> None:
     # Each module adds its commands to ``cli`` when imported.
     from toolpin.cli import offline, proxy, store  # noqa: F401
+    from toolpin.cli import demo  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> None:
