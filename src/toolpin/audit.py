@@ -10,7 +10,6 @@ chain. The log never holds server text: ids, labels, hashes, counts and label ke
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import json
 import os
@@ -28,6 +27,8 @@ GENESIS: Final = "0" * 64
 
 def now_iso() -> str:
     """UTC time with milliseconds, ``2026-11-30T12:00:00.000Z``."""
+    import datetime as _dt  # only when an event is written
+
     moment = _dt.datetime.now(_dt.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 

@@ -982,28 +982,17 @@ class _Relay:
             sys.stderr.flush()
         os._exit(code)
 
-    def spawn(self) -> None:
-        kwargs: dict[str, Any] = {}
-        if sys.platform.startswith("linux"):
-            kwargs["preexec_fn"] = _die_with_parent()
-        try:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=None,
-                bufsize=0,
-                **kwargs,
-            )
-        except (OSError, ValueError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-            self.log(f"toolpin: cannot start the server {visible(self.options.label)}: {why}")
-            raise SystemExit(EXIT_SPAWN) from None
-        assert self.proc.stdin is not None
-        self.server_in = self.proc.stdin.fileno()
+    def spawn(self, proc: subprocess.Popen[bytes] | None) -> None:
+        if proc is None:
+            from toolpin.runner import spawn_server
 
-    def run(self) -> int:
-        self.spawn()
+            proc = spawn_server(self.argv, self.options.label)
+        self.proc = proc
+        assert proc.stdin is not None
+        self.server_in = proc.stdin.fileno()
+
+    def run(self, proc: subprocess.Popen[bytes] | None = None) -> int:
+        self.spawn(proc)
         assert self.proc is not None and self.proc.stdout is not None
         self.session = Session(
             self.options,
@@ -1058,22 +1047,15 @@ class _Relay:
         self.shutdown(code)
 
 
-def _die_with_parent() -> Callable[[], None]:
-    """A ``preexec_fn`` asking Linux to SIGTERM the server if the proxy dies."""
-    import ctypes
+def run(
+    argv: Sequence[str],
+    options: ProxyOptions,
+    *,
+    proc: subprocess.Popen[bytes] | None = None,
+) -> int:
+    """Run the proxy until the client hangs up; returns the exit code.
 
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):  # pragma: no cover - not glibc/musl
-        return lambda: None
-    pr_set_pdeathsig = 1
-
-    def preexec() -> None:  # pragma: no cover - runs in the child
-        prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-    return preexec
-
-
-def run(argv: Sequence[str], options: ProxyOptions) -> int:
-    """Run the proxy until the client hangs up; returns the exit code."""
-    return _Relay(argv, options).run()
+    ``proc`` is the server when it was already started (see :mod:`toolpin.runner`);
+    otherwise ``argv`` is spawned here.
+    """
+    return _Relay(argv, options).run(proc)

@@ -1,22 +1,37 @@
 """Start the proxy for a command line: identity, pin source, and the fail-closed paths.
 
+Start-up order matters, because every MCP client pays it for every wrapped server:
+
+1. the server id and label (standard library only);
+2. a light look at this server's pin file: one that is unreadable or not a toolpin pin
+   stops here, before the server is started;
+3. the server is spawned, so that it boots while the proxy imports the rest;
+4. the pin is decoded and verified in full. A fault found only now (a well-formed file
+   whose hashes do not match) kills the server before a single byte reaches it.
+
 When the pin source cannot be used (a corrupt store, an unusable lock, a server the lock
-does not approve), the server is **not started**. The proxy explains why on stderr and
-answers every request the client sends with JSON-RPC error -31043 until the client hangs
-up, so the client shows an error instead of a silent crash.
+does not approve) the proxy explains why on stderr and answers every request the client
+sends with JSON-RPC error -31043 until the client hangs up (exit 2), so the client shows
+an error instead of a silent crash.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import signal
+import subprocess
 import sys
-from collections.abc import Sequence
 
-from toolpin.console import wants_color
-from toolpin.core.render import visible
 from toolpin.errors import ToolpinError
-from toolpin.protocol import UNVERIFIED_ERROR, error_response
 from toolpin.serverid import default_label, server_id
+
+TYPE_CHECKING = False  # typing is not imported on the start path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+UNVERIFIED_ERROR = -31043
+EXIT_SPAWN = 127
 
 
 def run_proxy(
@@ -28,23 +43,30 @@ def run_proxy(
     lock: str | None = None,
     only_locked: bool = False,
 ) -> int:
-    """Run ``toolpin run`` for ``argv``; returns the exit code."""
+    """Run ``toolpin run`` for ``argv``; returns the exit code.
+
+    ``lock`` and ``only_locked`` select a team lock as the pin source (plugged in by
+    :mod:`toolpin.teamlock`); without them the local pin store is used.
+    """
+    sid = server_id(argv)
+    label = name if name else default_label(argv)
+    home = _home()
+    problem = precheck_pin(os.path.join(home, "pins", f"{sid}.json"), sid)
+    if problem is not None:
+        return _store_refusal(label, sid, problem)
+    proc = spawn_server(argv, label)
+    # Everything below runs while the server boots.
+    from pathlib import Path
+
+    from toolpin.console import wants_color
     from toolpin.proxy import ProxyOptions, run
     from toolpin.store import PinStore, StorePinSource
 
-    sid = server_id(argv)
-    label = name if name else default_label(argv)
     try:
-        source = StorePinSource(PinStore(), sid, label)
+        source = StorePinSource(PinStore(Path(home)), sid, label)
     except ToolpinError as exc:
-        quoted = json.dumps(visible(label), ensure_ascii=False)
-        return refuse(
-            label,
-            exc.diagnostics(),
-            f"toolpin could not read its pin store, so {quoted} was not started. "
-            "See the message in the server log.",
-            server=sid,
-        )
+        _kill(proc)
+        return _store_refusal(label, sid, exc.diagnostics())
     options = ProxyOptions(
         label=label,
         server_id=sid,
@@ -53,7 +75,114 @@ def run_proxy(
         color=wants_color(sys.stderr),
         quiet=quiet,
     )
-    return run(argv, options)
+    return run(argv, options, proc=proc)
+
+
+def _home() -> str:
+    """The store directory, as :func:`toolpin.fsutil.toolpin_home` says, cheaply."""
+    override = os.environ.get("TOOLPIN_HOME")
+    if override:
+        return os.path.expanduser(override)
+    from toolpin.fsutil import toolpin_home
+
+    return str(toolpin_home())
+
+
+def precheck_pin(path: str, server: str) -> str | None:
+    """A light look at a pin file before the server starts: ``None`` when usable or absent.
+
+    It reads the bytes and checks their outline (one JSON object naming toolpin's pin
+    format and this server's id) without importing a JSON parser. Full verification
+    (strict JSON, every hash) happens right after the spawn; this catches what a crash,
+    a full disk or an editor leaves behind (unreadable, truncated, not a pin).
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"corrupt pin store: {path} ({exc.strerror or exc})"
+    body = data.strip()
+    if not (body.startswith(b"{") and body.endswith(b"}")):
+        return f"corrupt pin store: {path} (not a complete JSON object)"
+    if b'"toolpinPin"' not in body or server.encode() not in body:
+        return f"corrupt pin store: {path} (not this server's toolpin pin file)"
+    return None
+
+
+def _store_refusal(label: str, sid: str, why: str) -> int:
+    import json
+
+    from toolpin.core.render import visible
+
+    quoted = json.dumps(visible(label), ensure_ascii=False)
+    if "\n" not in why:
+        why += (
+            "\ntoolpin will not start this server until the file is readable. Restore it from "
+            f"a backup, or remove it with `toolpin forget {sid}` to pin again from scratch."
+        )
+    return refuse(
+        label,
+        why,
+        f"toolpin could not read its pin store, so {quoted} was not started. "
+        "See the message in the server log.",
+        server=sid,
+        review=f"toolpin review {sid}",
+    )
+
+
+def spawn_server(argv: Sequence[str], label: str) -> subprocess.Popen[bytes]:
+    """Start the server (argv, never a shell) with piped stdin/stdout; stderr inherited.
+
+    On Linux the server gets SIGTERM if the proxy dies. A command that cannot be started
+    ends the proxy with exit code 127 (the argv is never printed: it may hold secrets).
+    """
+    kwargs: dict[str, Any] = {}
+    if sys.platform.startswith("linux"):
+        kwargs["preexec_fn"] = _die_with_parent()
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,
+            bufsize=0,
+            **kwargs,
+        )
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        from toolpin.core.render import visible
+
+        sys.stderr.write(f"toolpin: cannot start the server {visible(label)}: {why}\n")
+        sys.stderr.flush()
+        raise SystemExit(EXIT_SPAWN) from None
+
+
+def _die_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn`` asking Linux to SIGTERM the server if the proxy dies."""
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # pragma: no cover - not glibc/musl
+        return lambda: None
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:  # pragma: no cover - runs in the child
+        prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+    return preexec
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server that was started but must not be used (nothing was sent to it)."""
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            stream.close()
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
 
 
 def refuse(
@@ -70,6 +199,10 @@ def refuse(
     the client gets ``client_message`` and ``data`` = ``{reason: "refused", server,
     review, changes: []}``.
     """
+    import json
+
+    from toolpin.core.render import visible
+
     sys.stderr.write(f"toolpin: not starting {visible(label)}: {why}\n")
     sys.stderr.flush()
     data: dict[str, object] = {
@@ -88,7 +221,8 @@ def refuse(
             except (ValueError, RecursionError):
                 continue
         if isinstance(msg, dict) and "id" in msg and isinstance(msg.get("method"), str):
-            reply = error_response(msg["id"], UNVERIFIED_ERROR, client_message, data)
+            error = {"code": UNVERIFIED_ERROR, "message": client_message, "data": data}
+            reply = {"jsonrpc": "2.0", "id": msg["id"], "error": error}
             try:
                 out.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
                 out.flush()

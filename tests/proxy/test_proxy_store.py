@@ -219,3 +219,23 @@ def test_unknown_or_malformed_ids_exit_2_with_one_line(
     lines = err.splitlines()
     assert len(lines) == 1, err
     assert lines[0].startswith("toolpin: ")
+
+
+def test_tampered_but_well_formed_pin_is_refused(toolpin_home: Path, tmp_path: Path) -> None:
+    server = Scripted(tmp_path / "srv", tools=TOOLS)
+    first = Proxy(toolpin_home, server.argv)
+    session(first)
+    assert first.close() == 0
+    (pin,) = (toolpin_home / "pins").glob("*.json")
+    # Passes the light check before the spawn, fails the full one (a hash no longer
+    # matches its definition): the server is stopped before anything reaches it.
+    tampered = pin.read_bytes().replace(b'"A."', b'"A. And more."')
+    assert tampered != pin.read_bytes()
+    pin.write_bytes(tampered)
+    server.clear_logs()
+    proxy = Proxy(toolpin_home, server.argv)
+    reply = proxy.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+    assert reply["error"]["code"] == -31043
+    assert proxy.close() == 2
+    assert server.received() == []
+    assert pin.read_bytes() == tampered
