@@ -92,9 +92,10 @@ for n in range(2):
     raw = [{"name": f"t{i}", "description": f"{n} {big}"} for i in range(8)]
     tools = Listing.parse(Kind.TOOL, raw)
     snaps.append(Snapshot(tools=tools, instructions=None, instructions_known=True))
-print("ready", flush=True)
 i = 0
 while True:
+    if i == 1:
+        print("ready", flush=True)  # one pin is on disk; every later write replaces it
     record = PinRecord(id=SID, label=f"w{i}", pinned_at="t", snapshot=snaps[i % 2])
     store._write(record)
     audit.append(store.audit_path, "pin", {"server": "0123456789abcdef", "n": i})
