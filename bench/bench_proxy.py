@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import json
 import os
 import shutil
 import statistics
@@ -39,7 +38,8 @@ TOOLS = [{"name": f"tool{i}", "description": f"Tool number {i}.",
 BIG = int(sys.argv[1]) if len(sys.argv) > 1 else 10 << 20
 out = sys.stdout.buffer
 def reply(id_, result):
-    out.write(b'{"jsonrpc":"2.0","id":' + json.dumps(id_).encode() + b',"result":' + result + b'}\n')
+    head = b'{"jsonrpc":"2.0","id":' + json.dumps(id_).encode()
+    out.write(head + b',"result":' + result + b'}\n')
     out.flush()
 TOOLS_JSON = json.dumps({"tools": TOOLS}).encode()
 INIT = json.dumps({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
@@ -62,6 +62,22 @@ for line in sys.stdin.buffer:
         reply(msg["id"], b"{}")
 """
 
+BARE_RELAY = r"""
+import os, subprocess, sys, threading
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+def up():
+    while data := os.read(p.stdout.fileno(), 65536):
+        os.write(1, data)
+    os._exit(0)
+threading.Thread(target=up, daemon=True).start()
+while data := os.read(0, 65536):
+    os.write(p.stdin.fileno(), data)
+p.stdin.close()
+p.wait()
+"""
+"""A relay that checks nothing (two threads, os.read/os.write): the floor for any
+line relay written in Python on this machine."""
+
 NODE_SERVER = r"""
 const rl = require("readline").createInterface({ input: process.stdin });
 const tools = [0, 1, 2].map((i) => ({ name: `tool${i}`, description: `Tool number ${i}.`,
@@ -78,7 +94,10 @@ rl.on("line", (line) => {
 """
 
 PING = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n'
-CALL = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"x":"hello"}}}\n'
+CALL = (
+    b'{"jsonrpc":"2.0","id":%d,"method":"tools/call",'
+    b'"params":{"name":"echo","arguments":{"x":"hello"}}}\n'
+)
 INIT = (
     b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
     b'"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}\n'
@@ -253,7 +272,9 @@ def main() -> None:
 
         # --- round trips
         results: dict[str, Any] = {}
-        for name, argv in (("direct", argv_direct()), ("proxy", argv_proxy())):
+        bare = [sys.executable, "-c", BARE_RELAY, *argv_direct()]
+        runs = (("direct", argv_direct()), ("bare", bare), ("proxy", argv_proxy()))
+        for name, argv in runs:
             peer = Peer(argv, env)
             peer.handshake()
             sequential(peer, PING, 200)  # warm up
@@ -266,7 +287,9 @@ def main() -> None:
         for kind, label in (("ping", "ping"), ("call", "tools/call (echo)")):
             d = statistics.median(results["direct", kind])
             p = statistics.median(results["proxy", kind])
+            b = statistics.median(results["bare", kind])
             rows.append((f"{label}, {count} sequential, median", us(d), us(p), us(p - d)))
+            rows.append(("  a relay that checks nothing, median", us(d), us(b), us(b - d)))
             d95 = pct(results["direct", kind], 0.95)
             p95 = pct(results["proxy", kind], 0.95)
             rows.append((f"{label}, p95", us(d95), us(p95), us(p95 - d95)))
