@@ -50,6 +50,16 @@ def run_proxy(
     """
     sid = server_id(argv)
     label = name if name else default_label(argv)
+    if lock is not None or only_locked:
+        # Never fall back to the local store when a lock was asked for (fail closed)
+        # until toolpin.teamlock is plugged in here.
+        return refuse(
+            label,
+            "--lock and --only-locked are not available in this build",
+            "toolpin was asked to check this server against a team lock it cannot read, "
+            "so the server was not started. See the message in the server log.",
+            server=sid,
+        )
     home = _home()
     problem = precheck_pin(os.path.join(home, "pins", f"{sid}.json"), sid)
     if problem is not None:
