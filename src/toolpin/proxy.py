@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -148,20 +149,17 @@ def _relaxed(line: bytes) -> Any:
         return None
 
 
-def _maybe_watched_client(line: bytes) -> bool:
-    """Whether a client line may be a request the proxy must see (cheap byte tests).
+_WATCHED: Final = re.compile(rb"/list|discover|initializ|\\")
 
-    Any backslash sends the line to the parser: JSON escapes can spell a method name.
+
+def _maybe_watched_client(line: bytes) -> bool:
+    """Whether a client line may be a request the proxy must see (one byte scan).
+
+    It matches every listing method, ``server/discover``, ``initialize`` and
+    ``notifications/initialized``, and any backslash (JSON escapes can spell a method
+    name); a false positive only costs a parse.
     """
-    return (
-        b'"method"' in line
-        and (
-            b'/list"' in line
-            or b"server/discover" in line
-            or b'"initialize"' in line
-            or b"notifications/initialized" in line
-        )
-    ) or b"\\" in line
+    return _WATCHED.search(line) is not None
 
 
 def _is_request(msg: Any) -> bool:

@@ -521,3 +521,14 @@ def test_invalid_utf8_in_a_client_listing_stops_the_session(env: Env) -> None:
     assert reply["error"]["code"] == UNVERIFIED
     assert all(b"\xff" not in line for line in proxy.received)
     assert proxy.wait() == 2
+
+
+def test_an_escaped_method_name_is_still_checked(env: Env) -> None:
+    server = env.server(cloak={"tools": EVIL})
+    proxy = env.proxy(server)
+    proxy.initialize()
+    proxy.send_raw(b'{"jsonrpc":"2.0","id":5,"method":"tools\\/list"}\n')
+    reply = proxy.recv()
+    assert reply["id"] == 5
+    assert reply["error"]["code"] == DRIFT
+    assert proxy.wait() == 1
