@@ -1029,11 +1029,16 @@ class _Relay:
                 proc.send_signal(signum)
 
     def _watchdog(self) -> None:
+        # Deadlines exist only until the verdict: the thread ends at release or block.
         while not self.exiting.is_set():
-            time.sleep(0.1)
+            time.sleep(0.05)
             session = self.session
-            if session is not None and session.deadline is not None:
+            if session is None:
+                continue
+            if session.deadline is not None:
                 session.on_deadline()
+            if session.state in (RELEASED, BLOCKED):
+                return
 
     def _pump_server(self) -> None:
         assert self.session is not None and self.proc is not None and self.proc.stdout is not None
