@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import shutil
@@ -15,6 +16,14 @@ REPO = Path(__file__).resolve().parents[1]
 NPM_PREFIX = REPO / ".cache" / "npm-servers"
 EVERYTHING = "@modelcontextprotocol/server-everything"
 EVERYTHING_VERSION = "2026.8.31"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _bytecode() -> None:
+    """Compile ``src`` once, as an installed package is: the tests start the proxy as a
+    subprocess many times, and ``PYTHONDONTWRITEBYTECODE`` would make each start compile
+    every module again."""
+    compileall.compile_dir(str(REPO / "src"), quiet=1)
 
 
 @pytest.fixture

@@ -105,7 +105,7 @@ class PinSource(Protocol):
 
 @dataclass
 class _Track:
-    kind: Kind | None  # None: server/discover
+    kind: Kind | None  # None: server/discover or initialize (instructions)
     seen: set[str] | None = None
 
 
@@ -276,7 +276,9 @@ class Session:
                     else:
                         seen = None
                     self._tracked[_key(msg["id"])] = _Track(kind, seen)
-                elif method == "server/discover":
+                elif method in ("server/discover", "initialize"):
+                    # Both answers carry the instructions (a client that initializes
+                    # again mid-session reads them again).
                     self._tracked[_key(msg["id"])] = _Track(None)
         self._write_server(line)
 

@@ -15,6 +15,7 @@ server between two sessions by rewriting it. Keys (all optional):
                       sends ``notifications/tools/list_changed``)
 ``last_page``         listings used for the last page only (drift hidden on the last page)
 ``never_answer``      read everything, answer nothing
+``second_instructions`` instructions given from the second ``initialize`` on
 ``silent_on``         methods never answered
 ``pid_file``          write the process id here at start
 ``die_on``            exit with status 3 on receiving this method, without answering
@@ -110,6 +111,7 @@ def answer(msg: dict[str, Any]) -> dict[str, Any] | None:
     method = msg.get("method")
     params = msg.get("params") or {}
     if method == "initialize":
+        state["initialized"] = state.get("initialized", 0) + 1
         result: dict[str, Any] = {
             "protocolVersion": params.get("protocolVersion", "2025-11-25"),
             "capabilities": capabilities(),
@@ -117,6 +119,8 @@ def answer(msg: dict[str, Any]) -> dict[str, Any] | None:
         }
         if CONFIG.get("instructions") is not None:
             result["instructions"] = CONFIG["instructions"]
+        if state["initialized"] > 1 and CONFIG.get("second_instructions") is not None:
+            result["instructions"] = CONFIG["second_instructions"]
         return {"result": result}
     if method == "server/discover":
         if not CONFIG.get("modern"):
