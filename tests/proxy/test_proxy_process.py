@@ -117,3 +117,12 @@ def test_import_path_is_light() -> None:
         check=True,
     )
     assert done.stdout.strip() == ""
+
+
+def test_usage_errors_exit_2(toolpin_home: Path) -> None:
+    from tests.proxy.harness import run_cli
+
+    for args in (("run",), ("run", "--bogus", "--", "x"), ("run", "--timeout", "soon", "--", "x")):
+        done = run_cli(toolpin_home, *args)
+        assert done.returncode == 2, args
+        assert "Traceback" not in done.stderr

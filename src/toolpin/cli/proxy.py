@@ -46,6 +46,9 @@ def run_command(
     from toolpin.runner import run_proxy
 
     argv = list(command)
+    if argv and argv[0] != "--" and argv[0].startswith("-"):
+        # ignore_unknown_options lets a mistyped option through as the command.
+        raise click.UsageError(f"no such option: {argv[0]} (put the server command after --)")
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
