@@ -27,8 +27,12 @@ def cli() -> None:
 
 def _register_commands() -> None:
     # Each module adds its commands to ``cli`` when imported.
-    from toolpin.cli import offline, proxy, store  # noqa: F401
-    from toolpin.cli import demo  # noqa: F401
+    from toolpin.cli import (  # noqa: F401
+        demo,
+        offline,
+        proxy,
+        store,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
