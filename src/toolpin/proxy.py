@@ -33,13 +33,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -124,17 +123,22 @@ class ProxyOptions:
 _JS_SAFE: Final = 1 << 53
 
 
-def _key(id_: Any) -> str:
+def _key(id_: Any) -> Hashable:
     """A request id as a client matches it: by type and by JavaScript number value.
 
     ``1`` and ``"1"`` are different requests, but ``1``, ``1.0`` and ``1e0`` are one (a
     JavaScript client reads them alike), so a server cannot dodge a check by spelling.
     """
-    if type(id_) is float and id_.is_integer():
-        id_ = int(id_)
-    if type(id_) is int and not -_JS_SAFE <= id_ <= _JS_SAFE:
-        return repr(float(id_))
-    return json.dumps(id_, separators=(",", ":"))
+    if type(id_) is int:
+        number: int = id_
+        return number if -_JS_SAFE <= number <= _JS_SAFE else int(float(number))
+    if type(id_) is str:
+        text: str = id_
+        return text
+    if type(id_) is float:
+        real: float = id_
+        return int(real) if real.is_integer() else real
+    return ("json", json.dumps(id_, sort_keys=True))
 
 
 def _relaxed(line: bytes) -> Any:
@@ -149,17 +153,41 @@ def _relaxed(line: bytes) -> Any:
         return None
 
 
-_WATCHED: Final = re.compile(rb"/list|discover|initializ|\\")
+_LISTING_KEYS: Final = (
+    b'"tools',
+    b'"prompts',
+    b'"resources',
+    b'"resourceTemplates',
+    b'"instructions',
+)
+MAX_FORWARDED: Final = 16384
+"""Ids of client requests remembered (oldest forgotten first)."""
 
 
-def _maybe_watched_client(line: bytes) -> bool:
-    """Whether a client line may be a request the proxy must see (one byte scan).
+def _may_be_listing(line: bytes) -> bool:
+    """Whether a server line could carry a listing or instructions (two byte scans).
 
-    It matches every listing method, ``server/discover``, ``initialize`` and
-    ``notifications/initialized``, and any backslash (JSON escapes can spell a method
-    name); a false positive only costs a parse.
+    Every member name a client reads as a listing (``"tools"``, ``"prompts"``,
+    ``"resources"``, ``"resourceTemplates"``) or as instructions ends in ``s"``; spelling
+    one with escapes needs ``\\u``. A false positive only costs a parse.
     """
-    return _WATCHED.search(line) is not None
+    if b"\\u" in line:
+        return True
+    at = line.find(b's"')
+    while at >= 0:
+        end = at + 1
+        for key in _LISTING_KEYS:
+            if line.endswith(key, 0, end):
+                return True
+        at = line.find(b's"', at + 2)
+    return False
+
+
+def _loads(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return _relaxed(line)
 
 
 def _is_request(msg: Any) -> bool:
@@ -219,7 +247,9 @@ class Session:
         self._identity: Identity | None = None
         self._collector: ListingCollector | None = None
         self._skip_initialized = False
-        self._tracked: dict[str, _Track] = {}
+        self._tracked: dict[Hashable, _Track] = {}
+        self._forwarded: dict[Hashable, None] = {}  # ids of client requests sent to the server
+        self._dropped_note = False
         self._sequences: dict[tuple[Kind, str], set[str]] = {}
         self.deadline: float | None = None
         self.exit_code: int | None = None
@@ -254,16 +284,18 @@ class Session:
         return None
 
     def _client_released(self, line: bytes) -> None:
-        if not _maybe_watched_client(line):
-            self._write_server(line)
-            return
-        msg = _relaxed(line)
+        msg = _loads(line)
         if isinstance(msg, dict):
             method = msg.get("method")
             if method == "notifications/initialized" and self._skip_initialized:
                 self._skip_initialized = False  # the proxy already sent one
                 return
             if "id" in msg and isinstance(method, str):
+                key = _key(msg["id"])
+                forwarded = self._forwarded
+                forwarded[key] = None
+                if len(forwarded) > MAX_FORWARDED:
+                    del forwarded[next(iter(forwarded))]
                 if method in LIST_METHODS:
                     kind = LIST_METHODS[method]
                     params = msg.get("params")
@@ -275,11 +307,11 @@ class Session:
                         seen = self._sequences.pop((kind, cursor), None)
                     else:
                         seen = None
-                    self._tracked[_key(msg["id"])] = _Track(kind, seen)
+                    self._tracked[key] = _Track(kind, seen)
                 elif method in ("server/discover", "initialize"):
                     # Both answers carry the instructions (a client that initializes
                     # again mid-session reads them again).
-                    self._tracked[_key(msg["id"])] = _Track(None)
+                    self._tracked[key] = _Track(None)
         self._write_server(line)
 
     def _client_blocked(self, line: bytes) -> None:
@@ -333,7 +365,7 @@ class Session:
         with self._lock:
             state = self.state
             if state == RELEASED:
-                if not self._tracked:
+                if not self._tracked and not _may_be_listing(line):
                     self._write_client(line)
                 else:
                     self._server_released(line)
@@ -555,6 +587,12 @@ class Session:
             self._held_answer = None
         held, self._held_server = self._held_server, []
         for line in held:
+            msg = _relaxed(line)
+            if isinstance(msg, dict) and "id" in msg and "method" not in msg:
+                # Nothing of the client's reached the server but the opening request, so
+                # a held answer is to a request the client has not sent: never forwarded.
+                self._drop_unasked()
+                continue
             self._write_client(line)
         queue, self._queue = self._queue, []
         self._waiting.clear()
@@ -683,7 +721,15 @@ class Session:
         id_: Any = None
         if isinstance(loose, dict) and "id" in loose and "method" not in loose:
             id_ = loose["id"]
-            track = self._tracked.pop(_key(id_), None)
+            key = _key(id_)
+            track = self._tracked.pop(key, None)
+            asked = key in self._forwarded
+            self._forwarded.pop(key, None)
+            if track is None and not asked and _may_be_listing(line):
+                # An answer to a request the client has not sent (yet): a client that
+                # sends it a moment later would take this unchecked listing.
+                self._drop_unasked()
+                return
         if track is None:
             self._write_client(line)
             return
@@ -710,6 +756,14 @@ class Session:
             return
         drift, observed = problem
         self._block(drift, observed, mid_session=True, blocked_ids=[id_])
+
+    def _drop_unasked(self) -> None:
+        if not self._dropped_note:
+            self._dropped_note = True
+            self._log(
+                "toolpin: dropped an answer to a request the client had not sent "
+                f"({visible(self.options.label)}); such answers are never forwarded"
+            )
 
     def _check_result(self, track: _Track, result: dict[str, Any]) -> tuple[Drift, Snapshot] | None:
         assert self._pinned is not None

@@ -543,3 +543,45 @@ def test_a_second_initialize_is_checked(env: Env) -> None:
     assert [c["name"] for c in again["error"]["data"]["changes"]] == ["server instructions"]
     assert all(b"ssh" not in line for line in proxy.received)
     assert proxy.wait() == 1
+
+
+def forged(id_: Any, tools: list[dict[str, Any]]) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": id_, "result": {"tools": tools}})
+
+
+def test_a_forged_answer_held_before_release_is_dropped(env: Env) -> None:
+    # The server answers id 2 before the client's tools/list reaches it: at release that
+    # forged answer would arrive first and be taken by the client.
+    server = env.server(after_answer={"initialize": [forged(2, EVIL)]})
+    proxy = env.proxy(server)
+    proxy.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}, id_=1)
+    proxy.request("tools/list", id_=2)
+    assert proxy.recv()["id"] == 1
+    tools = proxy.recv()
+    assert tools["id"] == 2
+    assert tools["result"]["tools"] == APPROVED
+    assert proxy.close() == 0
+    assert all(b"notes from the conversation" not in line for line in proxy.received)
+    assert "dropped an answer to a request the client had not sent" in proxy.stderr
+
+
+def test_a_forged_answer_to_a_future_request_is_dropped(env: Env) -> None:
+    # After release: a forged listing for the id the client will use next.
+    server = env.server(after_answer={"tools/list": [forged(3, EVIL), forged("3", EVIL)]})
+    proxy = env.proxy(server)
+    proxy.initialize()  # id 1
+    assert proxy.call("tools/list")["result"]["tools"] == APPROVED  # id 2
+    again = proxy.call("tools/list")  # id 3: the real, checked answer
+    assert again["result"]["tools"] == APPROVED
+    assert proxy.close() == 0
+    assert all(b"notes from the conversation" not in line for line in proxy.received)
+
+
+def test_answers_that_only_look_like_listings_pass(env: Env) -> None:
+    # A tool result may mention "tools": it answers a request the client sent.
+    server = env.server()
+    proxy = env.proxy(server)
+    proxy.initialize()
+    reply = proxy.call("tools/call", {"name": 'say "tools"', "arguments": {}})
+    assert reply["result"]["content"][0]["text"] == 'called say "tools"'
+    assert proxy.close() == 0

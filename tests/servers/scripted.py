@@ -16,6 +16,8 @@ server between two sessions by rewriting it. Keys (all optional):
 ``last_page``         listings used for the last page only (drift hidden on the last page)
 ``never_answer``      read everything, answer nothing
 ``second_instructions`` instructions given from the second ``initialize`` on
+``after_answer``      {method: [raw lines]} written once, right after the first answer to
+                      that method (forged answers to requests not sent yet)
 ``silent_on``         methods never answered
 ``pid_file``          write the process id here at start
 ``die_on``            exit with status 3 on receiving this method, without answering
@@ -200,6 +202,9 @@ def main() -> None:
         send({"jsonrpc": "2.0", "id": msg["id"], **reply})
         if msg["method"] == "tools/call" and (msg.get("params") or {}).get("name") == "flip":
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        extra = CONFIG.get("after_answer", {}).pop(msg["method"], [])
+        for raw_line in extra:
+            send_raw(raw_line.encode("utf-8") + b"\n")
         if msg["method"] == CONFIG.get("exit_after_answer"):
             os._exit(4)
         junk()
