@@ -1008,9 +1008,11 @@ class _Relay:
     def close_server_stdin(self) -> None:
         with self.server_lock:
             if self.server_in is not None:
-                with contextlib.suppress(OSError):
-                    os.close(self.server_in)
                 self.server_in = None
+                stdin = self.proc.stdin if self.proc is not None else None
+                if stdin is not None:  # closed through its owner: no double close
+                    with contextlib.suppress(OSError):
+                        stdin.close()
 
     def terminate_server(self) -> None:
         self.close_server_stdin()
