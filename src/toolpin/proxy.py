@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -183,6 +184,33 @@ def _may_be_listing(line: bytes) -> bool:
     return False
 
 
+_WATCHED: Final = re.compile(rb"/list|discover|initializ|\\")
+"""Bytes in every client line the proxy must parse whole: the listing methods,
+``server/discover``, ``initialize``, ``notifications/initialized``, and any backslash
+(JSON escapes can spell a method name)."""
+_ID: Final = rb'(-?[0-9]{1,15}|"[^"\\]{0,256}")'
+_HEAD: Final = re.compile(rb'\{"jsonrpc":"2\.0","id":' + _ID + rb',"method":"')
+_TAIL: Final = re.compile(rb',"jsonrpc":"2\.0","id":' + _ID + rb"\}\s*\Z")
+
+
+def _request_id(line: bytes) -> tuple[bool, Any]:
+    """The id of a client request written the way the SDKs write them, without a parse.
+
+    ``{"jsonrpc":"2.0","id":N,"method":...`` (Python) or ``{"method":...,"jsonrpc":"2.0",
+    "id":N}`` (TypeScript): in both shapes the id is certainly the top-level one. Returns
+    ``(False, None)`` for any other shape (the caller then parses the line).
+    """
+    match = _HEAD.match(line)
+    if match is None and line.startswith(b'{"method":"'):
+        match = _TAIL.search(line, max(0, len(line) - 300))
+    if match is None:
+        return False, None
+    raw = match.group(1)
+    if raw[:1] == b'"':
+        return True, raw[1:-1].decode("utf-8", "replace")
+    return True, int(raw)
+
+
 def _loads(line: bytes) -> Any:
     try:
         return json.loads(line)
@@ -283,7 +311,19 @@ class Session:
         self._log("toolpin: dropped a client message larger than 64 MiB sent before release")
         return None
 
+    def _remember(self, key: Hashable) -> None:
+        forwarded = self._forwarded
+        forwarded[key] = None
+        if len(forwarded) > MAX_FORWARDED:
+            del forwarded[next(iter(forwarded))]
+
     def _client_released(self, line: bytes) -> None:
+        if _WATCHED.search(line) is None:
+            found, id_ = _request_id(line)
+            if found:  # the hot path: a request the proxy only needs the id of
+                self._remember(_key(id_))
+                self._write_server(line)
+                return
         msg = _loads(line)
         if isinstance(msg, dict):
             method = msg.get("method")
@@ -292,10 +332,7 @@ class Session:
                 return
             if "id" in msg and isinstance(method, str):
                 key = _key(msg["id"])
-                forwarded = self._forwarded
-                forwarded[key] = None
-                if len(forwarded) > MAX_FORWARDED:
-                    del forwarded[next(iter(forwarded))]
+                self._remember(key)
                 if method in LIST_METHODS:
                     kind = LIST_METHODS[method]
                     params = msg.get("params")
