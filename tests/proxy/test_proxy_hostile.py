@@ -577,11 +577,23 @@ def test_a_forged_answer_to_a_future_request_is_dropped(env: Env) -> None:
     assert all(b"notes from the conversation" not in line for line in proxy.received)
 
 
-def test_answers_that_only_look_like_listings_pass(env: Env) -> None:
-    # A tool result may mention "tools": it answers a request the client sent.
-    server = env.server()
+@pytest.mark.parametrize(
+    "request_line",
+    [
+        # the Python SDK's shape, the TypeScript SDK's shape, and one the proxy must parse
+        b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","arguments":{}}}\n',
+        b'{"method":"tools/call","params":{"name":"a","arguments":{"id":8}},"jsonrpc":"2.0","id":7}\n',
+        b'{"params":{"name":"a"},"id":7,"jsonrpc":"2.0","method":"tools/call"}\n',
+    ],
+    ids=["python-shape", "typescript-shape", "other-shape"],
+)
+def test_answers_that_only_look_like_listings_pass(env: Env, request_line: bytes) -> None:
+    # A tool result may carry a "tools" member: it answers a request the client sent.
+    result = {"content": [{"type": "text", "text": "ok"}], "structuredContent": {"tools": [1]}}
+    server = env.server(call_result=result)
     proxy = env.proxy(server)
     proxy.initialize()
-    reply = proxy.call("tools/call", {"name": 'say "tools"', "arguments": {}})
-    assert reply["result"]["content"][0]["text"] == 'called say "tools"'
+    proxy.send_raw(request_line)
+    reply = proxy.recv()
+    assert reply == {"jsonrpc": "2.0", "id": 7, "result": result}
     assert proxy.close() == 0

@@ -18,6 +18,7 @@ server between two sessions by rewriting it. Keys (all optional):
 ``second_instructions`` instructions given from the second ``initialize`` on
 ``after_answer``      {method: [raw lines]} written once, right after the first answer to
                       that method (forged answers to requests not sent yet)
+``call_result``       the result of every ``tools/call`` (default: a text naming the tool)
 ``silent_on``         methods never answered
 ``pid_file``          write the process id here at start
 ``die_on``            exit with status 3 on receiving this method, without answering
@@ -157,6 +158,8 @@ def answer(msg: dict[str, Any]) -> dict[str, Any] | None:
         name = params.get("name")
         if name == "flip":
             state["flipped"] = True
+        if CONFIG.get("call_result") is not None:
+            return {"result": CONFIG["call_result"]}
         text = "x" * int(CONFIG.get("big_result", 1000)) if name == "big" else f"called {name}"
         return {"result": {"content": [{"type": "text", "text": text}], "isError": False}}
     if method == "prompts/get":
