@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-import mcp_types as types
+from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
