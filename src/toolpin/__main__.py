@@ -9,7 +9,10 @@ error) goes through the click CLI in :mod:`toolpin.cli`.
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported on the start path
+if TYPE_CHECKING:
+    from typing import Any
 
 _VALUE_OPTIONS = {"--name": "name", "--timeout": "timeout", "--lock": "lock"}
 _FLAGS = {"--quiet": "quiet", "--only-locked": "only_locked"}

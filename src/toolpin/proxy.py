@@ -18,22 +18,30 @@ After release every listing the client receives (``tools/list``, ``prompts/list`
 the pin before it is delivered, page by page, including removals on the last page, so a
 server cannot show the check one toolset and the client another, or change mid-session.
 
+Server lines are never streamed half-checked: each one is read whole (up to
+:data:`MAX_INSPECT`) before any byte of it reaches the client, so a response to a listing
+request cannot slip through while it is still arriving. A longer server line stops the
+session (fail closed); a longer client line streams to a released server.
+
 The import path stays light: no ``mcp``, ``pydantic`` or ``rich``. Threads, not asyncio:
-one per direction, so a message costs one read and one write on the hot path.
+one reader per direction, so a message costs one ``read`` and one ``write`` on the hot
+path. The relay is hand-written (no library relays JSON-RPC lines with these checks).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from toolpin.core.canonical import parse_json
 from toolpin.core.render import Line, to_text, visible
@@ -56,15 +64,18 @@ from toolpin.protocol import (
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift
 
-CHUNK: Final = 1 << 20
-"""Lines are read in chunks of this size; a longer line that needs no inspection streams."""
+READ_SIZE: Final = 1 << 16
+"""Bytes asked of the operating system per read."""
 MAX_INSPECT: Final = 64 << 20
-"""Longest message the proxy will hold and parse (a listing page, a handshake answer)."""
+"""Longest message the proxy holds whole (every server line; client lines before release)."""
 DEFAULT_TIMEOUT: Final = 30.0
 
 EXIT_DRIFT: Final = 1
 EXIT_UNVERIFIED: Final = 2
 EXIT_SPAWN: Final = 127
+
+REASON_DRIFT: Final = "definitions_changed"
+REASON_UNVERIFIED: Final = "could_not_verify"
 
 
 class PinSource(Protocol):
@@ -94,7 +105,7 @@ class PinSource(Protocol):
 
 @dataclass
 class _Track:
-    kind: Kind | None  # None: server/discover
+    kind: Kind | None  # None: server/discover or initialize (instructions)
     seen: set[str] | None = None
 
 
@@ -110,29 +121,120 @@ class ProxyOptions:
     quiet: bool = False
 
 
-def _key(id_: Any) -> str:
-    # JSON-RPC ids compare by value and type: 1 and "1" are different requests.
-    return json.dumps(id_, separators=(",", ":"))
+_JS_SAFE: Final = 1 << 53
+
+
+def _key(id_: Any) -> Hashable:
+    """A request id as a client matches it: by type and by JavaScript number value.
+
+    ``1`` and ``"1"`` are different requests, but ``1``, ``1.0`` and ``1e0`` are one (a
+    JavaScript client reads them alike), so a server cannot dodge a check by spelling.
+    """
+    if type(id_) is int:
+        number: int = id_
+        return number if -_JS_SAFE <= number <= _JS_SAFE else int(float(number))
+    if type(id_) is str:
+        text: str = id_
+        return text
+    if type(id_) is float:
+        real: float = id_
+        return int(real) if real.is_integer() else real
+    return ("json", json.dumps(id_, sort_keys=True))
 
 
 def _relaxed(line: bytes) -> Any:
+    """Parse a line as leniently as any client might (bad UTF-8 becomes U+FFFD)."""
     try:
         return json.loads(line)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return json.loads(line.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
         return None
 
 
-def _maybe_watched_client(line: bytes) -> bool:
-    return b'"method"' in line and (
-        b'/list"' in line
-        or b"server/discover" in line
-        or b'"initialize"' in line
-        or b"notifications/initialized" in line
-    )
+_LISTING_KEYS: Final = (
+    b'"tools',
+    b'"prompts',
+    b'"resources',
+    b'"resourceTemplates',
+    b'"instructions',
+)
+MAX_FORWARDED: Final = 16384
+"""Ids of client requests remembered (oldest forgotten first)."""
+
+
+def _may_be_listing(line: bytes) -> bool:
+    """Whether a server line could carry a listing or instructions (two byte scans).
+
+    Every member name a client reads as a listing (``"tools"``, ``"prompts"``,
+    ``"resources"``, ``"resourceTemplates"``) or as instructions ends in ``s"``; spelling
+    one with escapes needs ``\\u``. A false positive only costs a parse.
+    """
+    if b"\\u" in line:
+        return True
+    at = line.find(b's"')
+    while at >= 0:
+        end = at + 1
+        for key in _LISTING_KEYS:
+            if line.endswith(key, 0, end):
+                return True
+        at = line.find(b's"', at + 2)
+    return False
+
+
+_WATCHED: Final = re.compile(rb"/list|discover|initializ|\\")
+"""Bytes in every client line the proxy must parse whole: the listing methods,
+``server/discover``, ``initialize``, ``notifications/initialized``, and any backslash
+(JSON escapes can spell a method name)."""
+_ID: Final = rb'(-?[0-9]{1,15}|"[^"\\]{0,256}")'
+_HEAD: Final = re.compile(rb'\{"jsonrpc":"2\.0","id":' + _ID + rb',"method":"')
+_TAIL: Final = re.compile(rb',"jsonrpc":"2\.0","id":' + _ID + rb"\}\s*\Z")
+
+
+def _request_id(line: bytes) -> tuple[bool, Any]:
+    """The id of a client request written the way the SDKs write them, without a parse.
+
+    ``{"jsonrpc":"2.0","id":N,"method":...`` (Python) or ``{"method":...,"jsonrpc":"2.0",
+    "id":N}`` (TypeScript): in both shapes the id is certainly the top-level one. Returns
+    ``(False, None)`` for any other shape (the caller then parses the line).
+    """
+    match = _HEAD.match(line)
+    if match is None and line.startswith(b'{"method":"'):
+        match = _TAIL.search(line, max(0, len(line) - 300))
+    if match is None:
+        return False, None
+    raw = match.group(1)
+    if raw[:1] == b'"':
+        return True, raw[1:-1].decode("utf-8", "replace")
+    return True, int(raw)
+
+
+def _loads(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return _relaxed(line)
+
+
+def _is_request(msg: Any) -> bool:
+    return isinstance(msg, dict) and "id" in msg and isinstance(msg.get("method"), str)
 
 
 # states
-INIT, HANDSHAKE, VERIFYING, RELEASED, BLOCKED = "init", "handshake", "verifying", "released", "blocked"
+INIT: Final = "init"
+HANDSHAKE: Final = "handshake"
+VERIFYING: Final = "verifying"
+RELEASED: Final = "released"
+BLOCKED: Final = "blocked"
+
+_LISTING_FIELD: Final = {
+    Kind.TOOL: "tools",
+    Kind.PROMPT: "prompts",
+    Kind.RESOURCE: "resources",
+    Kind.TEMPLATE: "resource_templates",
+}
 
 
 class Session:
@@ -165,6 +267,7 @@ class Session:
         self._waiting: list[Any] = []  # ids of client requests queued before release
         self._opening_id: Any = None
         self._opening_method: str | None = None
+        self._opening_pending = False
         self._own_discover_id: str | None = None
         self._era: str | None = None
         self._meta: dict[str, Any] | None = None
@@ -172,11 +275,16 @@ class Session:
         self._identity: Identity | None = None
         self._collector: ListingCollector | None = None
         self._skip_initialized = False
-        self._tracked: dict[str, _Track] = {}
+        self._tracked: dict[Hashable, _Track] = {}
+        self._forwarded: dict[Hashable, None] = {}  # ids of client requests sent to the server
+        self._dropped_note = False
         self._sequences: dict[tuple[Kind, str], set[str]] = {}
         self.deadline: float | None = None
         self.exit_code: int | None = None
         self.block_reason: str | None = None
+        self.mid_session = False
+        self._drift: Drift | None = None
+        self._unverified_reason = ""
         if self._pinned is not None:
             self._index_pin(self._pinned)
 
@@ -195,51 +303,68 @@ class Session:
             else:
                 self._enqueue(line)
 
-    def client_streamable(self, first_chunk: bytes) -> bool:
-        """Whether a long client line may stream to the server without being held."""
+    def client_long_line(self, head: bytes) -> Callable[[bytes], None] | None:
+        """A client line longer than :data:`MAX_INSPECT`: stream it when released."""
         with self._lock:
-            return self.state == RELEASED and not _maybe_watched_client(first_chunk)
+            if self.state == RELEASED:
+                return self._write_server
+        self._log("toolpin: dropped a client message larger than 64 MiB sent before release")
+        return None
+
+    def _remember(self, key: Hashable) -> None:
+        forwarded = self._forwarded
+        forwarded[key] = None
+        if len(forwarded) > MAX_FORWARDED:
+            del forwarded[next(iter(forwarded))]
 
     def _client_released(self, line: bytes) -> None:
-        if not _maybe_watched_client(line):
-            self._write_server(line)
-            return
-        msg = _relaxed(line)
+        if _WATCHED.search(line) is None:
+            found, id_ = _request_id(line)
+            if found:  # the hot path: a request the proxy only needs the id of
+                self._remember(_key(id_))
+                self._write_server(line)
+                return
+        msg = _loads(line)
         if isinstance(msg, dict):
             method = msg.get("method")
             if method == "notifications/initialized" and self._skip_initialized:
                 self._skip_initialized = False  # the proxy already sent one
                 return
             if "id" in msg and isinstance(method, str):
+                key = _key(msg["id"])
+                self._remember(key)
                 if method in LIST_METHODS:
                     kind = LIST_METHODS[method]
                     params = msg.get("params")
                     cursor = params.get("cursor") if isinstance(params, dict) else None
+                    seen: set[str] | None
                     if cursor is None:
-                        seen: set[str] | None = set()
+                        seen = set()
                     elif isinstance(cursor, str):
                         seen = self._sequences.pop((kind, cursor), None)
                     else:
                         seen = None
-                    self._tracked[_key(msg["id"])] = _Track(kind, seen)
-                elif method == "server/discover":
-                    self._tracked[_key(msg["id"])] = _Track(None)
+                    self._tracked[key] = _Track(kind, seen)
+                elif method in ("server/discover", "initialize"):
+                    # Both answers carry the instructions (a client that initializes
+                    # again mid-session reads them again).
+                    self._tracked[key] = _Track(None)
         self._write_server(line)
 
     def _client_blocked(self, line: bytes) -> None:
         msg = _relaxed(line)
-        if isinstance(msg, dict) and "id" in msg and "method" in msg:
+        if _is_request(msg):
             self._answer_blocked(msg["id"])
 
     def _enqueue(self, line: bytes) -> None:
         self._queue.append(line)
         msg = _relaxed(line)
-        if isinstance(msg, dict) and "id" in msg and "method" in msg:
+        if _is_request(msg):
             self._waiting.append(msg["id"])
 
     def _client_init(self, line: bytes) -> None:
         msg = _relaxed(line)
-        if not isinstance(msg, dict) or "id" not in msg or not isinstance(msg.get("method"), str):
+        if not _is_request(msg):
             self._queue.append(line)
             return
         method = msg["method"]
@@ -265,22 +390,19 @@ class Session:
     def _opening(self, msg: dict[str, Any], method: str, line: bytes) -> None:
         self._opening_id = msg["id"]
         self._opening_method = method
+        self._opening_pending = True
         self.state = HANDSHAKE
+        self._arm_deadline()
         self._write_server(line)
 
     # ----------------------------------------------------------------------------- server
-
-    def server_streamable(self) -> bool:
-        """Whether a long server line may stream to the client without being held."""
-        with self._lock:
-            return self.state == RELEASED and not self._tracked
 
     def on_server_line(self, line: bytes) -> None:
         """One complete line from the server."""
         with self._lock:
             state = self.state
             if state == RELEASED:
-                if not self._tracked:
+                if not self._tracked and not _may_be_listing(line):
                     self._write_client(line)
                 else:
                     self._server_released(line)
@@ -290,6 +412,16 @@ class Session:
                 self._held_server.append(line)
             else:
                 self._server_connecting(line)
+
+    def server_long_line(self, head: bytes) -> Callable[[bytes], None] | None:
+        """A server line longer than :data:`MAX_INSPECT`: never forwarded unchecked."""
+        with self._lock:
+            if self.state != BLOCKED:
+                self._unverified(
+                    "a message too large to check (over 64 MiB) arrived",
+                    mid_session=self.state == RELEASED,
+                )
+        return None
 
     def _strict(self, line: bytes) -> Any:
         """Parse a line the proxy must trust; ``None`` for a line that is not strict JSON."""
@@ -311,9 +443,17 @@ class Session:
             self._held_server.append(line)  # a notification or a server request: held
             return
         id_ = msg["id"]
-        if self.state == HANDSHAKE and self._opening_id is not None and _key(id_) == _key(self._opening_id):
+        if (
+            self.state == HANDSHAKE
+            and self._opening_pending
+            and _key(id_) == _key(self._opening_id)
+        ):
             self._opening_answer(msg, line)
-        elif self.state == HANDSHAKE and self._own_discover_id is not None and id_ == self._own_discover_id:
+        elif (
+            self.state == HANDSHAKE
+            and self._own_discover_id is not None
+            and id_ == self._own_discover_id
+        ):
             self._own_discover_answer(msg)
         elif self.state == VERIFYING and self._collector is not None and self._collector.owns(id_):
             try:
@@ -329,22 +469,20 @@ class Session:
             self._held_server.append(line)
 
     def _is_ours(self, id_: Any) -> bool:
-        if self._opening_id is not None and _key(id_) == _key(self._opening_id):
+        if self._opening_pending and _key(id_) == _key(self._opening_id):
             return True
-        if id_ == self._own_discover_id:
+        if self._own_discover_id is not None and id_ == self._own_discover_id:
             return True
         return self._collector is not None and self._collector.owns(id_)
 
     def _opening_answer(self, msg: dict[str, Any], line: bytes) -> None:
+        self._opening_pending = False
         result = msg.get("result")
         if not isinstance(result, dict):
             # The server refused the handshake (a legacy server answering server/discover):
             # pass the answer on at once so a dual-era client can fall back immediately.
             self._write_client(line)
-            self._opening_id = None
-            self.state = INIT
-            self._era = None
-            self._meta = None
+            self._back_to_init()
             return
         self._held_answer = line
         instructions = result.get("instructions")
@@ -359,6 +497,15 @@ class Session:
         else:
             self._identity = identity_from_discover(result)
         self._start_collecting(result.get("capabilities"))
+
+    def _back_to_init(self) -> None:
+        self._opening_id = None
+        self._opening_pending = False
+        self._own_discover_id = None
+        self.state = INIT
+        self._era = None
+        self._meta = None
+        self.deadline = None
 
     def _own_discover_answer(self, msg: dict[str, Any]) -> None:
         result = msg.get("result")
@@ -375,14 +522,16 @@ class Session:
 
     def _fail_opening(self, reason: str) -> None:
         # Answer what waits, forget the queue, and let the client start over.
-        message = f"toolpin could not verify {self._quoted_label()} ({reason}), so nothing was forwarded."
+        message = (
+            f"toolpin could not verify {self._quoted_label()} ({reason}), so nothing was forwarded."
+        )
         for id_ in self._waiting:
-            self._write_json(error_response(id_, UNVERIFIED_ERROR, message, self._data("unverified")))
+            self._write_json(
+                error_response(id_, UNVERIFIED_ERROR, message, self._data(REASON_UNVERIFIED))
+            )
         self._queue.clear()
         self._waiting.clear()
-        self._own_discover_id = None
-        self.state = INIT
-        self.deadline = None
+        self._back_to_init()
 
     def _start_collecting(self, capabilities: Any) -> None:
         self.state = VERIFYING
@@ -395,22 +544,42 @@ class Session:
         self.deadline = time.monotonic() + self.options.timeout
 
     def on_deadline(self) -> None:
-        """Called by the watchdog when the deadline has passed."""
+        """Called by the watchdog; acts when the deadline has passed."""
         with self._lock:
             if self.deadline is None or time.monotonic() < self.deadline:
                 return
-            if self.state == VERIFYING or (self.state == HANDSHAKE and self._own_discover_id):
-                if self.state == HANDSHAKE:
-                    self._fail_opening("the server did not answer server/discover")
-                else:
-                    self._unverified("the server did not answer in time")
+            self.deadline = None
+            if self.state == VERIFYING:
+                self._unverified("the server did not answer the check in time")
+            elif self.state == HANDSHAKE and self._own_discover_id is not None:
+                self._fail_opening("the server did not answer server/discover")
+            elif self.state == HANDSHAKE and self._opening_method == "server/discover":
+                # A legacy server may ignore server/discover: answer it so that a dual-era
+                # client falls back to initialize.
+                message = (
+                    f"toolpin could not verify {self._quoted_label()} (the server did not "
+                    "answer server/discover in time), so nothing was forwarded."
+                )
+                self._write_json(
+                    error_response(
+                        self._opening_id,
+                        UNVERIFIED_ERROR,
+                        message,
+                        self._data(REASON_UNVERIFIED),
+                    )
+                )
+                self._back_to_init()
+            elif self.state == HANDSHAKE:
+                self._unverified("the server did not answer initialize in time")
 
     # ---------------------------------------------------------------------------- verdict
 
     def _verdict(self) -> None:
         assert self._collector is not None
         try:
-            observed = self._collector.snapshot(instructions=self._instructions, identity=self._identity)
+            observed = self._collector.snapshot(
+                instructions=self._instructions, identity=self._identity
+            )
         except CollectError as exc:
             self._unverified(exc.reason)
             return
@@ -419,16 +588,24 @@ class Session:
             try:
                 pinned, created = source.pin_first(observed)
             except ToolpinError as exc:
-                self._unverified(f"the pin store could not be written: {exc.message}", stderr_only=True)
+                self._unverified(
+                    f"the pin store could not be written: {exc.message}", stderr_only=True
+                )
                 return
             self._pinned = pinned
             self._index_pin(pinned)
             if created:
-                self._note(f"pinned {_counts(observed)} for {self.options.label} ({observed.surface_hash()[:12]})")
+                self._note(
+                    f"pinned {_counts(observed)} for {self.options.label} "
+                    f"({observed.surface_hash()[:12]})"
+                )
                 self._release()
                 return
         if _same(self._pinned, observed):
-            self._note(f"{self.options.label}: {_counts(observed)} unchanged ({observed.surface_hash()[:12]})")
+            self._note(
+                f"{self.options.label}: {_counts(observed)} unchanged "
+                f"({observed.surface_hash()[:12]})"
+            )
             self._release()
             return
         from toolpin.core.drift import compare  # only when something differs
@@ -447,6 +624,12 @@ class Session:
             self._held_answer = None
         held, self._held_server = self._held_server, []
         for line in held:
+            msg = _relaxed(line)
+            if isinstance(msg, dict) and "id" in msg and "method" not in msg:
+                # Nothing of the client's reached the server but the opening request, so
+                # a held answer is to a request the client has not sent: never forwarded.
+                self._drop_unasked()
+                continue
             self._write_client(line)
         queue, self._queue = self._queue, []
         self._waiting.clear()
@@ -461,68 +644,86 @@ class Session:
     def _data(self, reason: str, drift: Drift | None = None) -> dict[str, Any]:
         from toolpin.store import change_keys
 
-        data: dict[str, Any] = {
+        return {
             "reason": reason,
             "server": self.options.server_id,
             "review": self.options.source.review_hint(),
+            "changes": change_keys(drift) if drift is not None else [],
         }
-        if drift is not None:
-            data["changes"] = change_keys(drift)
-        return data
 
     def _answer_blocked(self, id_: Any) -> None:
         if self.block_reason == "drift":
-            message = self.options.source.block_message(mid_session=self._mid_session)
-            data = self._data("definitions_changed", self._drift)
+            message = self.options.source.block_message(mid_session=self.mid_session)
+            data = self._data(REASON_DRIFT, self._drift)
             self._write_json(error_response(id_, DRIFT_ERROR, message, data))
         else:
-            message = (
-                f"toolpin could not verify {self._quoted_label()} ({self._unverified_reason}), "
-                "so nothing was forwarded."
-            )
-            self._write_json(error_response(id_, UNVERIFIED_ERROR, message, self._data("unverified")))
+            if self.mid_session:
+                message = (
+                    f"toolpin stopped {self._quoted_label()} ({self._unverified_reason}); "
+                    "the response was not forwarded."
+                )
+            else:
+                message = (
+                    f"toolpin could not verify {self._quoted_label()} "
+                    f"({self._unverified_reason}), so nothing was forwarded."
+                )
+            data = self._data(REASON_UNVERIFIED)
+            self._write_json(error_response(id_, UNVERIFIED_ERROR, message, data))
 
-    _drift: Drift | None = None
-    _mid_session = False
-    _unverified_reason = ""
-
-    def _enter_blocked(self) -> None:
+    def _enter_blocked(self, blocked_ids: Sequence[Any]) -> None:
         self.state = BLOCKED
         self.deadline = None
-        waiting = list(self._waiting)
-        if self._held_answer is not None and self._opening_id is not None:
+        waiting = list(blocked_ids)
+        if self._opening_pending or self._held_answer is not None:
             waiting.insert(0, self._opening_id)
+        waiting.extend(self._waiting)
         self._held_answer = None
+        self._opening_pending = False
         self._queue.clear()
         self._held_server.clear()
         self._waiting.clear()
+        self._tracked.clear()
         for id_ in waiting:
             self._answer_blocked(id_)
         self._terminate_server()
 
-    def _block(self, drift: Drift, observed: Snapshot, *, mid_session: bool, blocked_ids: Sequence[Any] = ()) -> None:
+    def _block(
+        self,
+        drift: Drift,
+        observed: Snapshot,
+        *,
+        mid_session: bool,
+        blocked_ids: Sequence[Any] = (),
+    ) -> None:
         self.block_reason = "drift"
         self._drift = drift
-        self._mid_session = mid_session
+        self.mid_session = mid_session
         self.exit_code = EXIT_DRIFT
         try:
             self.options.source.record_drift(observed, drift, mid_session=mid_session)
         except ToolpinError as exc:
             self._log(f"toolpin: could not store the observation for review: {exc.message}")
         self._report(drift, mid_session=mid_session)
-        for id_ in blocked_ids:
-            self._answer_blocked(id_)
-        self._enter_blocked()
+        self._enter_blocked(blocked_ids)
 
-    def _unverified(self, reason: str, *, stderr_only: bool = False, mid_session: bool = False, blocked_ids: Sequence[Any] = ()) -> None:
+    def _unverified(
+        self,
+        reason: str,
+        *,
+        stderr_only: bool = False,
+        mid_session: bool = False,
+        blocked_ids: Sequence[Any] = (),
+    ) -> None:
         self.block_reason = "unverified"
         self._unverified_reason = "see the message on stderr" if stderr_only else reason
+        self.mid_session = mid_session
         self.exit_code = EXIT_UNVERIFIED
         where = "stopped" if mid_session else "could not verify"
-        self._log(f"toolpin: {where} {visible(self.options.label)}: {reason}; nothing was forwarded.")
-        for id_ in blocked_ids:
-            self._answer_blocked(id_)
-        self._enter_blocked()
+        self._log(
+            f"toolpin: {where} {visible(self.options.label)}: {visible(reason)}; "
+            "nothing was forwarded."
+        )
+        self._enter_blocked(blocked_ids)
 
     def _report(self, drift: Drift, *, mid_session: bool) -> None:
         from toolpin.core.report import review_lines
@@ -540,7 +741,8 @@ class Session:
             *review_lines(drift),
             Line(""),
         ]
-        lines.extend(Line(f"  {x}", "header" if i == 0 else None) for i, x in enumerate(self.options.source.advice(mid_session=mid_session)))
+        advice = self.options.source.advice(mid_session=mid_session)
+        lines.extend(Line(f"  {x}", "header" if i == 0 else None) for i, x in enumerate(advice))
         self._log(to_text(lines, color=self.options.color))
 
     # ----------------------------------------------------------------------- whole session
@@ -552,14 +754,29 @@ class Session:
 
     def _server_released(self, line: bytes) -> None:
         loose = _relaxed(line)
-        id_ = loose.get("id") if isinstance(loose, dict) else None
-        track = self._tracked.pop(_key(id_), None) if isinstance(loose, dict) and "id" in loose and "method" not in loose else None
+        track = None
+        id_: Any = None
+        if isinstance(loose, dict) and "id" in loose and "method" not in loose:
+            id_ = loose["id"]
+            key = _key(id_)
+            track = self._tracked.pop(key, None)
+            asked = key in self._forwarded
+            self._forwarded.pop(key, None)
+            if track is None and not asked and _may_be_listing(line):
+                # An answer to a request the client has not sent (yet): a client that
+                # sends it a moment later would take this unchecked listing.
+                self._drop_unasked()
+                return
         if track is None:
             self._write_client(line)
             return
         msg = self._strict(line)
-        if msg is None:
-            self._unverified("the server repeated a JSON member name in a listing", mid_session=True, blocked_ids=[id_])
+        if not isinstance(msg, dict):
+            self._unverified(
+                "the server repeated a JSON member name or sent malformed JSON in a listing",
+                mid_session=True,
+                blocked_ids=[id_],
+            )
             return
         result = msg.get("result")
         if not isinstance(result, dict):
@@ -576,6 +793,14 @@ class Session:
             return
         drift, observed = problem
         self._block(drift, observed, mid_session=True, blocked_ids=[id_])
+
+    def _drop_unasked(self) -> None:
+        if not self._dropped_note:
+            self._dropped_note = True
+            self._log(
+                "toolpin: dropped an answer to a request the client had not sent "
+                f"({visible(self.options.label)}); such answers are never forwarded"
+            )
 
     def _check_result(self, track: _Track, result: dict[str, Any]) -> tuple[Drift, Snapshot] | None:
         assert self._pinned is not None
@@ -622,7 +847,9 @@ class Session:
 
         return compare(self._pinned, observed), observed
 
-    def _observed_after_page(self, kind: Kind, page: dict[str, Definition], final: set[str] | None) -> Snapshot:
+    def _observed_after_page(
+        self, kind: Kind, page: dict[str, Definition], final: set[str] | None
+    ) -> Snapshot:
         """The pin with this page applied (and removals when the listing is complete)."""
         assert self._pinned is not None
         old = self._pinned.listing(kind)
@@ -631,13 +858,8 @@ class Session:
         if final is not None:
             items = {k: v for k, v in items.items() if k in final}
         listing = Listing.of(kind, items.values())
-        field_name = {
-            Kind.TOOL: "tools",
-            Kind.PROMPT: "prompts",
-            Kind.RESOURCE: "resources",
-            Kind.TEMPLATE: "resource_templates",
-        }[kind]
-        return replace(self._pinned, **{field_name: listing})
+        fields: dict[str, Any] = {_LISTING_FIELD[kind]: listing}
+        return replace(self._pinned, **fields)
 
     # ------------------------------------------------------------------------------ misc
 
@@ -645,34 +867,32 @@ class Session:
         self._write_server(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
     def _write_json(self, message: dict[str, Any]) -> None:
-        self._write_client(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+        self._write_client(text.encode() + b"\n")
 
     def _note(self, text: str) -> None:
         if not self.options.quiet:
             self._log(f"toolpin: {visible(text)}")
 
-    def on_server_oversized(self) -> None:
-        """A server line longer than :data:`MAX_INSPECT` arrived and could not be streamed."""
-        with self._lock:
-            if self.state != BLOCKED:
-                self._unverified(
-                    "a message too large to check arrived while a check was pending",
-                    mid_session=self.state == RELEASED,
-                )
-
-    def on_client_oversized(self) -> None:
-        """A client line too large to hold arrived before release: it is dropped."""
-        with self._lock:
-            self._log("toolpin: dropped a client message larger than 64 MiB sent before verification")
-
     def on_server_exit(self, code: int | None) -> int:
         """The server's stdout closed; returns the proxy's exit code."""
         with self._lock:
-            if self.state in (HANDSHAKE, VERIFYING) or (self.state == INIT and self._queue):
+            if self.state in (HANDSHAKE, VERIFYING) or (self.state == INIT and self._waiting):
                 self._unverified("the server exited before it could be verified")
             if self.exit_code is not None:
                 return self.exit_code
-            return 1 if code is None else code
+            if code is None:
+                return 1
+            return code if code >= 0 else 128 - code
+
+    def keeps_answering(self) -> bool:
+        """After the server is gone: whether to keep answering the client with the error.
+
+        A session blocked at connect answers every request until the client hangs up; a
+        session stopped mid-session ends, so that requests already forwarded fail at once.
+        """
+        with self._lock:
+            return self.state == BLOCKED and not self.mid_session
 
 
 def _same(pinned: Snapshot, observed: Snapshot) -> bool:
@@ -698,10 +918,88 @@ def _counts(snapshot: Snapshot) -> str:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+    written = os.write(fd, data)
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def _blank(line: bytes) -> bool:
+    return len(line) <= 2 and not line.strip()
+
+
+def pump(
+    fd: int,
+    on_line: Callable[[bytes], None],
+    on_long: Callable[[bytes], Callable[[bytes], None] | None],
+) -> None:
+    """Read newline-delimited messages from ``fd`` until end of file.
+
+    Every complete line up to :data:`MAX_INSPECT` bytes goes to ``on_line`` whole, with
+    its newline (blank lines are skipped; a last line without one gets one). A longer
+    line is offered to ``on_long`` with its first bytes: it returns where to stream the
+    line, or ``None`` to drop it.
+    """
+    read = os.read
+    parts: list[bytes] = []
+    held = 0
+    sink: Callable[[bytes], None] | None = None
+    dropping = False
+    while True:
+        try:
+            data = read(fd, READ_SIZE)
+        except OSError:
+            data = b""
+        if not data:
+            if parts:
+                tail = b"".join(parts)
+                if tail.strip():
+                    on_line(tail + b"\n")
+            return
+        start = 0
+        if sink is not None or dropping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                if sink is not None:
+                    sink(data)
+                continue
+            if sink is not None:
+                sink(data[: nl + 1])
+            sink = None
+            dropping = False
+            start = nl + 1
+        nl = data.find(b"\n", start)
+        if nl >= 0 and parts:
+            parts.append(data[start : nl + 1])
+            line = b"".join(parts)
+            parts = []
+            held = 0
+            if not _blank(line):
+                on_line(line)
+            start = nl + 1
+            nl = data.find(b"\n", start)
+        while nl >= 0:
+            line = data[start : nl + 1]
+            if not _blank(line):
+                on_line(line)
+            start = nl + 1
+            nl = data.find(b"\n", start)
+        if start < len(data):
+            rest = data[start:]
+            parts.append(rest)
+            held += len(rest)
+            if held > MAX_INSPECT:
+                sink = on_long(parts[0])
+                if sink is None:
+                    dropping = True
+                else:
+                    for part in parts:
+                        sink(part)
+                parts = []
+                held = 0
 
 
 class _Relay:
@@ -710,6 +1008,7 @@ class _Relay:
     def __init__(self, argv: Sequence[str], options: ProxyOptions) -> None:
         self.argv = list(argv)
         self.options = options
+        self.client_in = sys.stdin.fileno()
         self.client_out = sys.stdout.fileno()
         self.out_lock = threading.Lock()
         self.server_lock = threading.Lock()
@@ -723,17 +1022,18 @@ class _Relay:
         with self.out_lock:
             try:
                 _write_all(self.client_out, data)
-            except (BrokenPipeError, OSError):
-                self.shutdown(EXIT_UNVERIFIED if self.session is None else (self.session.exit_code or 0))
+            except OSError:
+                session = self.session
+                code = session.exit_code if session is not None else None
+                self.shutdown(code if code is not None else 0)
 
     def write_server(self, data: bytes) -> None:
         with self.server_lock:
             if self.server_in is None:
                 return
-            try:
+            # An error means the server is gone; the stdout reader handles its exit.
+            with contextlib.suppress(OSError):
                 _write_all(self.server_in, data)
-            except (BrokenPipeError, OSError):
-                pass  # the server is gone; its exit is handled by the stdout reader
 
     def log(self, text: str) -> None:
         try:
@@ -742,22 +1042,24 @@ class _Relay:
         except (OSError, ValueError):
             pass
 
-    def terminate_server(self) -> None:
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
-            try:
-                proc.terminate()
-            except OSError:
-                pass
+    def close_server_stdin(self) -> None:
         with self.server_lock:
             if self.server_in is not None:
-                try:
-                    os.close(self.server_in)
-                except OSError:
-                    pass
                 self.server_in = None
+                stdin = self.proc.stdin if self.proc is not None else None
+                if stdin is not None:  # closed through its owner: no double close
+                    with contextlib.suppress(OSError):
+                        stdin.close()
+
+    def terminate_server(self) -> None:
+        self.close_server_stdin()
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                proc.terminate()
 
     def shutdown(self, code: int) -> None:
+        """End the proxy now (from any thread): stop the server, exit with ``code``."""
         if self.exiting.is_set():
             return
         self.exiting.set()
@@ -768,33 +1070,22 @@ class _Relay:
                 proc.wait(timeout=3)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        try:
+                proc.wait()
+        with contextlib.suppress(OSError, ValueError):
             sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
         os._exit(code)
 
-    def spawn(self) -> None:
-        kwargs: dict[str, Any] = {}
-        if sys.platform.startswith("linux"):
-            kwargs["preexec_fn"] = _die_with_parent
-        try:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=None,
-                bufsize=0,
-                **kwargs,
-            )
-        except OSError as exc:
-            self.log(f"toolpin: cannot start the server {visible(self.options.label)}: {exc.strerror or exc}")
-            raise SystemExit(EXIT_SPAWN) from None
-        assert self.proc.stdin is not None
-        self.server_in = self.proc.stdin.fileno()
+    def spawn(self, proc: subprocess.Popen[bytes] | None) -> None:
+        if proc is None:
+            from toolpin.runner import spawn_server
 
-    def run(self) -> int:
-        self.spawn()
+            proc = spawn_server(self.argv, self.options.label)
+        self.proc = proc
+        assert proc.stdin is not None
+        self.server_in = proc.stdin.fileno()
+
+    def run(self, proc: subprocess.Popen[bytes] | None = None) -> int:
+        self.spawn(proc)
         assert self.proc is not None and self.proc.stdout is not None
         self.session = Session(
             self.options,
@@ -805,18 +1096,15 @@ class _Relay:
         )
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self._forward_signal)
-        server_reader = threading.Thread(target=self._pump_server, name="toolpin-server", daemon=True)
+        server_reader = threading.Thread(
+            target=self._pump_server, name="toolpin-server", daemon=True
+        )
         server_reader.start()
         threading.Thread(target=self._watchdog, name="toolpin-watchdog", daemon=True).start()
-        self._pump_client()
+        session = self.session
+        pump(self.client_in, session.on_client_line, session.client_long_line)
         # The client closed its side: close the server's stdin and let it finish.
-        with self.server_lock:
-            if self.server_in is not None:
-                try:
-                    os.close(self.server_in)
-                except OSError:
-                    pass
-                self.server_in = None
+        self.close_server_stdin()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -826,112 +1114,46 @@ class _Relay:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         server_reader.join(timeout=5)
-        code = self.session.exit_code
-        if code is None:
-            code = self.proc.returncode if self.proc.returncode is not None else 0
-            code = code if code >= 0 else 128 - code
-        return code
+        self.exiting.set()
+        return session.on_server_exit(self.proc.wait())
 
     def _forward_signal(self, signum: int, _frame: Any) -> None:
         proc = self.proc
         if proc is not None and proc.poll() is None:
-            try:
+            with contextlib.suppress(OSError):
                 proc.send_signal(signum)
-            except OSError:
-                pass
 
     def _watchdog(self) -> None:
+        # Deadlines exist only until the verdict: the thread ends at release or block.
         while not self.exiting.is_set():
-            time.sleep(0.2)
+            time.sleep(0.05)
             session = self.session
-            if session is not None and session.deadline is not None:
+            if session is None:
+                continue
+            if session.deadline is not None:
                 session.on_deadline()
-
-    def _pump_client(self) -> None:
-        assert self.session is not None
-        reader = sys.stdin.buffer
-        session = self.session
-        _pump(reader, session.on_client_line, session.client_streamable, self.write_server, session.on_client_oversized)
+            if session.state in (RELEASED, BLOCKED):
+                return
 
     def _pump_server(self) -> None:
         assert self.session is not None and self.proc is not None and self.proc.stdout is not None
-        reader: BinaryIO = self.proc.stdout  # type: ignore[assignment]
         session = self.session
-        _pump(
-            reader,
-            session.on_server_line,
-            lambda _chunk: session.server_streamable(),
-            self.write_client,
-            session.on_server_oversized,
-        )
-        code = self.proc.wait()
-        exit_code = self.session.on_server_exit(code)
-        if self.session.state == BLOCKED and self.session.block_reason == "drift" and not self.session._mid_session:
-            return  # keep answering the client with the block error until it hangs up
-        self.shutdown(exit_code if exit_code >= 0 else 128 - exit_code)
+        pump(self.proc.stdout.fileno(), session.on_server_line, session.server_long_line)
+        code = session.on_server_exit(self.proc.wait())
+        if session.keeps_answering():
+            return  # the main thread answers the client with the error until it hangs up
+        self.shutdown(code)
 
 
-def _pump(
-    reader: Any,
-    on_line: Callable[[bytes], None],
-    streamable: Callable[[bytes], bool],
-    write_through: Callable[[bytes], None],
-    on_oversized: Callable[[], None],
-) -> None:
-    """Read lines; hand complete ones to ``on_line``; stream long ones when allowed."""
-    readline = reader.readline
-    while True:
-        try:
-            chunk = readline(CHUNK)
-        except (OSError, ValueError):
-            return
-        if not chunk:
-            return
-        if chunk.endswith(b"\n"):
-            if chunk.strip():
-                on_line(chunk)
-            continue
-        # A long line (or the last bytes before EOF).
-        if streamable(chunk):
-            write_through(chunk)
-            while not chunk.endswith(b"\n"):
-                chunk = readline(CHUNK)
-                if not chunk:
-                    return
-                write_through(chunk)
-            continue
-        parts = [chunk]
-        size = len(chunk)
-        too_long = False
-        while not chunk.endswith(b"\n"):
-            chunk = readline(CHUNK)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_INSPECT:
-                too_long = True
-                parts = []
-            elif not too_long:
-                parts.append(chunk)
-        if too_long:
-            on_oversized()
-            continue
-        line = b"".join(parts)
-        if line.strip():
-            on_line(line if line.endswith(b"\n") else line + b"\n")
+def run(
+    argv: Sequence[str],
+    options: ProxyOptions,
+    *,
+    proc: subprocess.Popen[bytes] | None = None,
+) -> int:
+    """Run the proxy until the client hangs up; returns the exit code.
 
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
-
-
-def run(argv: Sequence[str], options: ProxyOptions) -> int:
-    """Run the proxy until the client hangs up; returns the exit code."""
-    return _Relay(argv, options).run()
+    ``proc`` is the server when it was already started (see :mod:`toolpin.runner`);
+    otherwise ``argv`` is spawned here.
+    """
+    return _Relay(argv, options).run(proc)

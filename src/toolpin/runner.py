@@ -1,22 +1,37 @@
 """Start the proxy for a command line: identity, pin source, and the fail-closed paths.
 
+Start-up order matters, because every MCP client pays it for every wrapped server:
+
+1. the server id and label (standard library only);
+2. a light look at this server's pin file: one that is unreadable or not a toolpin pin
+   stops here, before the server is started;
+3. the server is spawned, so that it boots while the proxy imports the rest;
+4. the pin is decoded and verified in full. A fault found only now (a well-formed file
+   whose hashes do not match) kills the server before a single byte reaches it.
+
 When the pin source cannot be used (a corrupt store, an unusable lock, a server the lock
-does not approve), the server is **not started**. The proxy explains why on stderr and
-answers every request the client sends with JSON-RPC error -31043 until the client hangs
-up, so the client shows an error instead of a silent crash.
+does not approve) the proxy explains why on stderr and answers every request the client
+sends with JSON-RPC error -31043 until the client hangs up (exit 2), so the client shows
+an error instead of a silent crash.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import signal
+import subprocess
 import sys
-from collections.abc import Sequence
 
-from toolpin.console import wants_color
-from toolpin.core.render import visible
-from toolpin.errors import PackageError, ToolpinError
-from toolpin.protocol import UNVERIFIED_ERROR, error_response
+from toolpin.errors import ToolpinError
 from toolpin.serverid import default_label, server_id
+
+TYPE_CHECKING = False  # typing is not imported on the start path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+UNVERIFIED_ERROR = -31043
+EXIT_SPAWN = 127
 
 
 def run_proxy(
@@ -28,67 +43,38 @@ def run_proxy(
     lock: str | None = None,
     only_locked: bool = False,
 ) -> int:
-    """Run ``toolpin run`` for ``argv``; returns the exit code."""
-    from toolpin.proxy import PinSource, ProxyOptions, run
-    from toolpin.store import PinStore, StorePinSource
+    """Run ``toolpin run`` for ``argv``; returns the exit code.
 
-    locked = None
+    ``lock`` makes the team lock entry of this server the pin (:mod:`toolpin.teamlock`);
+    ``only_locked`` refuses a server the lock does not list. Otherwise the local pin store
+    is used (trust on first use).
+    """
     sid = server_id(argv)
     label = name if name else default_label(argv)
-    quoted = json.dumps(visible(label), ensure_ascii=False)
-    source: PinSource
-    if only_locked and lock is None:
-        return refuse(
-            label,
-            "--only-locked needs --lock FILE",
-            f"toolpin did not start {quoted}: --only-locked needs --lock. See the server log.",
-        )
-    if lock is not None:
-        from toolpin.teamlock import prepare_locked_run
-
-        try:
-            locked = prepare_locked_run(lock, argv, name=name, label=label)
-        except PackageError as exc:
-            return refuse(
-                label,
-                exc.diagnostics(),
-                f"toolpin did not start {quoted}: it does not run the package version the "
-                "lock approved. See the server log.",
-            )
-        except ToolpinError as exc:
-            return refuse(
-                label,
-                exc.diagnostics(),
-                f"toolpin did not start {quoted}: its lock could not be used. See the server log.",
-            )
-        if locked is None and only_locked:
-            return refuse(
-                label,
-                f"it is not in {visible(lock)}, and --only-locked runs only servers the lock "
-                "approved",
-                f"toolpin did not start {quoted}: the lock does not approve it.",
-            )
+    if lock is not None or only_locked:
+        locked = _locked_run(argv, lock, only_locked=only_locked, name=name, label=label, sid=sid)
+        if isinstance(locked, int):
+            return locked  # refused
         if locked is not None:
-            source = locked.source
-            sid = locked.source.entry.server_id or sid
-            argv = locked.argv
-            if not quiet:
-                for note in locked.notes:
-                    sys.stderr.write(f"toolpin: {visible(note)}\n")
-        else:
-            sys.stderr.write(
-                f"toolpin: {visible(label)} is not in {visible(lock)}; using this machine's pin\n"
-            )
-    if lock is None or locked is None:
-        try:
-            source = StorePinSource(PinStore(), sid, label)
-        except ToolpinError as exc:
-            return refuse(
-                label,
-                exc.diagnostics(),
-                f"toolpin could not read its pin store, so {quoted} was not started. "
-                "See the message in the server log.",
-            )
+            return _run_locked(locked, label=label, timeout=timeout, quiet=quiet)
+        # Not in the lock (and --only-locked not given): this machine's pin, as without it.
+    home = _home()
+    problem = precheck_pin(os.path.join(home, "pins", f"{sid}.json"), sid)
+    if problem is not None:
+        return _store_refusal(label, sid, problem)
+    proc = spawn_server(argv, label)
+    # Everything below runs while the server boots.
+    from pathlib import Path
+
+    from toolpin.console import wants_color
+    from toolpin.proxy import ProxyOptions, run
+    from toolpin.store import PinStore, StorePinSource
+
+    try:
+        source = StorePinSource(PinStore(Path(home)), sid, label)
+    except ToolpinError as exc:
+        _kill(proc)
+        return _store_refusal(label, sid, exc.diagnostics())
     options = ProxyOptions(
         label=label,
         server_id=sid,
@@ -97,21 +83,239 @@ def run_proxy(
         color=wants_color(sys.stderr),
         quiet=quiet,
     )
-    return run(argv, options)
+    return run(argv, options, proc=proc)
 
 
-def refuse(label: str, why: str, client_message: str) -> int:
-    """Do not start the server: say why on stderr, answer every request with -31043."""
+def _locked_run(
+    argv: Sequence[str],
+    lock: str | None,
+    *,
+    only_locked: bool,
+    name: str | None,
+    label: str,
+    sid: str,
+) -> Any:
+    """The lock entry of this server (a ``LockedRun``), ``None`` when the lock does not
+    list it, or the exit code of a refusal."""
+    import json
+
+    from toolpin.core.render import visible
+    from toolpin.errors import PackageError
+
+    quoted = json.dumps(visible(label), ensure_ascii=False)
+    if lock is None:
+        return refuse(
+            label,
+            "--only-locked needs --lock FILE",
+            f"toolpin did not start {quoted}: --only-locked needs --lock. See the server log.",
+            server=sid,
+        )
+    from toolpin.teamlock import prepare_locked_run
+
+    try:
+        locked = prepare_locked_run(lock, argv, name=name, label=label)
+    except PackageError as exc:
+        return refuse(
+            label,
+            exc.diagnostics(),
+            f"toolpin did not start {quoted}: it does not run the package version the "
+            "lock approved. See the server log.",
+            server=sid,
+            review="toolpin lock --check",
+        )
+    except ToolpinError as exc:
+        return refuse(
+            label,
+            exc.diagnostics(),
+            f"toolpin did not start {quoted}: its lock could not be used. See the server log.",
+            server=sid,
+            review="toolpin lock --check",
+        )
+    if locked is None:
+        if only_locked:
+            return refuse(
+                label,
+                f"it is not in {visible(lock)}, and --only-locked runs only servers the lock "
+                "approved",
+                f"toolpin did not start {quoted}: the lock does not approve it.",
+                server=sid,
+                review="toolpin lock --check",
+            )
+        sys.stderr.write(
+            f"toolpin: {visible(label)} is not in {visible(lock)}; using this machine's pin\n"
+        )
+    return locked
+
+
+def _run_locked(locked: Any, *, label: str, timeout: float, quiet: bool) -> int:
+    """Run the proxy with a team lock entry as the pin (no trust on first use)."""
+    from toolpin.console import wants_color
+    from toolpin.core.render import visible
+    from toolpin.proxy import ProxyOptions, run
+
+    if not quiet:
+        for note in locked.notes:
+            sys.stderr.write(f"toolpin: {visible(note)}\n")
+    proc = spawn_server(locked.argv, label)
+    options = ProxyOptions(
+        label=label,
+        server_id=locked.source.entry.server_id or server_id(locked.argv),
+        source=locked.source,
+        timeout=timeout,
+        color=wants_color(sys.stderr),
+        quiet=quiet,
+    )
+    return run(locked.argv, options, proc=proc)
+
+
+def _home() -> str:
+    """The store directory, as :func:`toolpin.fsutil.toolpin_home` says, cheaply."""
+    override = os.environ.get("TOOLPIN_HOME")
+    if override:
+        return os.path.expanduser(override)
+    from toolpin.fsutil import toolpin_home
+
+    return str(toolpin_home())
+
+
+def precheck_pin(path: str, server: str) -> str | None:
+    """A light look at a pin file before the server starts: ``None`` when usable or absent.
+
+    It reads the bytes and checks their outline (one JSON object naming toolpin's pin
+    format and this server's id) without importing a JSON parser. Full verification
+    (strict JSON, every hash) happens right after the spawn; this catches what a crash,
+    a full disk or an editor leaves behind (unreadable, truncated, not a pin).
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"corrupt pin store: {path} ({exc.strerror or exc})"
+    body = data.strip()
+    if not (body.startswith(b"{") and body.endswith(b"}")):
+        return f"corrupt pin store: {path} (not a complete JSON object)"
+    if b'"toolpinPin"' not in body or server.encode() not in body:
+        return f"corrupt pin store: {path} (not this server's toolpin pin file)"
+    return None
+
+
+def _store_refusal(label: str, sid: str, why: str) -> int:
+    import json
+
+    from toolpin.core.render import visible
+
+    quoted = json.dumps(visible(label), ensure_ascii=False)
+    if "\n" not in why:
+        why += (
+            "\ntoolpin will not start this server until the file is readable. Restore it from "
+            f"a backup, or remove it with `toolpin forget {sid}` to pin again from scratch."
+        )
+    return refuse(
+        label,
+        why,
+        f"toolpin could not read its pin store, so {quoted} was not started. "
+        "See the message in the server log.",
+        server=sid,
+        review=f"toolpin review {sid}",
+    )
+
+
+def spawn_server(argv: Sequence[str], label: str) -> subprocess.Popen[bytes]:
+    """Start the server (argv, never a shell) with piped stdin/stdout; stderr inherited.
+
+    On Linux the server gets SIGTERM if the proxy dies. A command that cannot be started
+    ends the proxy with exit code 127 (the argv is never printed: it may hold secrets).
+    """
+    kwargs: dict[str, Any] = {}
+    if sys.platform.startswith("linux"):
+        kwargs["preexec_fn"] = _die_with_parent()
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,
+            bufsize=0,
+            **kwargs,
+        )
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        from toolpin.core.render import visible
+
+        sys.stderr.write(f"toolpin: cannot start the server {visible(label)}: {why}\n")
+        sys.stderr.flush()
+        raise SystemExit(EXIT_SPAWN) from None
+
+
+def _die_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn`` asking Linux to SIGTERM the server if the proxy dies."""
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # pragma: no cover - not glibc/musl
+        return lambda: None
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:  # pragma: no cover - runs in the child
+        prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+    return preexec
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server that was started but must not be used (nothing was sent to it)."""
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            stream.close()
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def refuse(
+    label: str,
+    why: str,
+    client_message: str,
+    *,
+    server: str | None = None,
+    review: str | None = None,
+) -> int:
+    """Do not start the server: say why on stderr, answer every request with -31043.
+
+    Returns 2 (could not verify) once the client hangs up. ``why`` goes to stderr only;
+    the client gets ``client_message`` and ``data`` = ``{reason: "refused", server,
+    review, changes: []}``.
+    """
+    import json
+
+    from toolpin.core.render import visible
+
     sys.stderr.write(f"toolpin: not starting {visible(label)}: {why}\n")
     sys.stderr.flush()
+    data: dict[str, object] = {
+        "reason": "refused",
+        "server": server,
+        "review": review if review is not None else "toolpin list",
+        "changes": [],
+    }
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
         try:
             msg = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(msg, dict) and "id" in msg and "method" in msg:
-            reply = error_response(msg["id"], UNVERIFIED_ERROR, client_message, {"reason": "refused"})
-            out.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
-            out.flush()
+        except (ValueError, RecursionError):
+            try:
+                msg = json.loads(line.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                continue
+        if isinstance(msg, dict) and "id" in msg and isinstance(msg.get("method"), str):
+            error = {"code": UNVERIFIED_ERROR, "message": client_message, "data": data}
+            reply = {"jsonrpc": "2.0", "id": msg["id"], "error": error}
+            try:
+                out.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
+                out.flush()
+            except OSError:
+                break
     return 2

@@ -10,23 +10,58 @@ its argument count.
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections.abc import Sequence
-from pathlib import PurePath, PureWindowsPath
-from typing import Final
+import os
 
-from toolpin.core.canonical import canonical_bytes, normalize
-from toolpin.core.render import visible
 from toolpin.errors import InputError
 
-ID_LENGTH: Final = 16
-_ID: Final = re.compile(r"[0-9a-f]{16}")
+TYPE_CHECKING = False  # typing is not imported on the start path
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+ID_LENGTH = 16
+_HEX = frozenset("0123456789abcdef")
+
+
+# RFC 8785 string escapes (those of JSON.stringify): the two-character forms, else
+# \u00xx in lowercase hex for the other control characters.
+_ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)}
+_ESCAPES.update({0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r"})
+_ESCAPES.update({0x22: '\\"', 0x5C: "\\\\"})
+
+
+def _sha256_hex(data: bytes) -> str:
+    # The interpreter's built-in SHA-256 saves loading OpenSSL before the server starts.
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+        except ImportError:  # pragma: no cover - a Python without the built-in module
+            from hashlib import sha256
+    digest: str = sha256(data).hexdigest()
+    return digest
 
 
 def server_id(argv: Sequence[str]) -> str:
-    """The id of the server started by ``argv``."""
-    return hashlib.sha256(canonical_bytes(normalize(list(argv)))).hexdigest()[:ID_LENGTH]
+    """The id of the server started by ``argv``.
+
+    It runs before the server is started, so it imports nothing heavy: an array of
+    strings is written in its RFC 8785 form directly (no spaces, raw non-ASCII, the
+    escapes above); anything else (a lone surrogate) takes the canonical module.
+    """
+    items = list(argv)
+    data: bytes | None = None
+    if all(type(x) is str for x in items):
+        text = "[" + ",".join('"' + x.translate(_ESCAPES) + '"' for x in items) + "]"
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            data = None
+    if data is None:
+        from toolpin.core.canonical import canonical_bytes, normalize
+
+        data = canonical_bytes(normalize(items))
+    return _sha256_hex(data)[:ID_LENGTH]
 
 
 def default_label(argv: Sequence[str]) -> str:
@@ -34,8 +69,17 @@ def default_label(argv: Sequence[str]) -> str:
     if not argv:
         return "(empty command)"
     command = argv[0]
-    base = PureWindowsPath(command).name if "\\" in command else PurePath(command).name
-    base = visible(base or command)
+    if "\\" in command:
+        import ntpath
+
+        base = ntpath.basename(ntpath.normpath(command))
+    else:
+        base = os.path.basename(os.path.normpath(command))
+    base = base or command
+    if not (base.isascii() and base.isprintable()):
+        from toolpin.core.render import visible
+
+        base = visible(base)
     count = len(argv) - 1
     if count == 0:
         return base
@@ -44,9 +88,11 @@ def default_label(argv: Sequence[str]) -> str:
 
 def check_id(text: str) -> str:
     """Validate a server id typed by a user (exit 2 with one line when malformed)."""
-    if not _ID.fullmatch(text):
+    if len(text) != ID_LENGTH or not set(text) <= _HEX:
+        from toolpin.core.render import clip, visible
+
         raise InputError(
-            f"{visible(text)!r} is not a server id (16 lowercase hex characters)",
-            advice="See `toolpin list` for the ids of pinned servers.",
+            f"{clip(visible(text), 40)!r} is not a server id "
+            "(16 lowercase hex characters; see `toolpin list`)"
         )
     return text

@@ -28,7 +28,7 @@ from toolpin import audit
 from toolpin.core.canonical import parse_json
 from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError, JSONError, LockfileError, StoreError, ToolpinError
-from toolpin.fsutil import atomic_write, ensure_private_dir, locked, toolpin_home
+from toolpin.fsutil import atomic_write, ensure_private_dir, toolpin_home
 from toolpin.lockfile import LockEntry, bytes_intact, dumps_with_digest, entry_from_json, entry_json
 
 if TYPE_CHECKING:
@@ -63,9 +63,15 @@ class PinRecord:
 
 
 def change_keys(drift: Drift) -> list[dict[str, Any]]:
-    """``[{name, kinds}]`` with label keys only: the part of a drift safe to store or send."""
+    """``[{name, kinds}]`` with label keys only: the part of a drift safe to store or send.
+
+    Names are made visible (escapes for control, bidi and tag characters) and clipped,
+    since a name is the one piece of server text a client is shown.
+    """
+    from toolpin.core.render import clip, visible
+
     out: list[dict[str, Any]] = [
-        {"name": c.display_name, "kinds": c.label_keys} for c in drift.changes
+        {"name": clip(visible(c.display_name), 128), "kinds": c.label_keys} for c in drift.changes
     ]
     if drift.instructions is not None:
         out.append(
@@ -102,7 +108,7 @@ class PinStore:
     def lock(self, server_id: str) -> Iterator[None]:
         """Hold the server's cross-process lock (read-modify-write sections)."""
         self.ensure()
-        with locked(self.pins_dir / f"{server_id}.lock", timeout=30.0):
+        with audit.process_lock(self.pins_dir / f"{server_id}.lock", timeout=30.0):
             yield
 
     # ------------------------------------------------------------------------------- read
@@ -181,7 +187,9 @@ class PinStore:
                 continue
             if record is not None:
                 out.append(record)
-        return sorted(out, key=lambda r: (r.label, r.id) if isinstance(r, PinRecord) else ("", r[0]))
+        return sorted(
+            out, key=lambda r: (r.label, r.id) if isinstance(r, PinRecord) else ("", r[0])
+        )
 
     # ------------------------------------------------------------------------------ write
 
@@ -203,7 +211,9 @@ class PinStore:
         try:
             atomic_write(self.path_for(record.id), dumps_with_digest(doc), mode=0o600)
         except OSError as exc:
-            raise StoreError(f"cannot write {self.path_for(record.id)}: {exc.strerror or exc}") from None
+            raise StoreError(
+                f"cannot write {self.path_for(record.id)}: {exc.strerror or exc}"
+            ) from None
 
     def _audit(self, event: str, fields: dict[str, Any]) -> None:
         try:
@@ -254,7 +264,9 @@ class PinStore:
                     "changes": change_keys(drift),
                 },
             )
-            pending = Pending(observed_at=audit.now_iso(), snapshot=observed, mid_session=mid_session)
+            pending = Pending(
+                observed_at=audit.now_iso(), snapshot=observed, mid_session=mid_session
+            )
             self._write(
                 PinRecord(
                     id=current.id,
@@ -300,9 +312,7 @@ class PinStore:
         """The pin of a server; :class:`InputError` (exit 2) when there is none."""
         record = self.load(server_id)
         if record is None:
-            raise InputError(
-                f"unknown server id {server_id}", advice="See `toolpin list` for pinned servers."
-            )
+            raise InputError(f"unknown server id {server_id} (see `toolpin list`)")
         return record
 
     def forget(self, server_id: str) -> bool:

@@ -27,7 +27,17 @@ def cli() -> None:
 
 def _register_commands() -> None:
     # Each module adds its commands to ``cli`` when imported.
-    from toolpin.cli import crawl, log, offline, policy, proxy, store, team, wrap  # noqa: F401
+    from toolpin.cli import (  # noqa: F401
+        crawl,
+        demo,
+        log,
+        offline,
+        policy,
+        proxy,
+        store,
+        team,
+        wrap,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

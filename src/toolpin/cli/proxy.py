@@ -12,10 +12,23 @@ from toolpin.cli import cli
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
 @click.option("--name", default=None, help="Human label for this server (default: command name).")
-@click.option("--timeout", default=30.0, show_default=True, type=float, help="Seconds to wait for the server while verifying.")
+@click.option(
+    "--timeout",
+    default=30.0,
+    show_default=True,
+    type=float,
+    help="Seconds to wait for the server while verifying.",
+)
 @click.option("--quiet", is_flag=True, help="Say nothing on stderr unless something is blocked.")
-@click.option("--lock", default=None, metavar="FILE", help="Verify against this team lock instead of the local pin.")
-@click.option("--only-locked", is_flag=True, help="Refuse servers the lock does not list (needs --lock).")
+@click.option(
+    "--lock",
+    default=None,
+    metavar="FILE",
+    help="Verify against this team lock instead of the local pin.",
+)
+@click.option(
+    "--only-locked", is_flag=True, help="Refuse servers the lock does not list (needs --lock)."
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_command(
     name: str | None,
@@ -33,6 +46,9 @@ def run_command(
     from toolpin.runner import run_proxy
 
     argv = list(command)
+    if argv and argv[0] != "--" and argv[0].startswith("-"):
+        # ignore_unknown_options lets a mistyped option through as the command.
+        raise click.UsageError(f"no such option: {argv[0]} (put the server command after --)")
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:

@@ -96,10 +96,12 @@ def _load(server_id: str) -> PinRecord:
 def _snapshot_lines(snap: Snapshot, indent: str = "  ") -> list[Line]:
     from toolpin.core.render import Line, visible
 
-    lines = []
+    lines: list[Line] = []
     for listing in snap.listings():
         prefix = "" if listing.kind.value == "tool" else listing.kind.value.replace("_", " ") + " "
-        lines.extend(Line(f"{indent}{d.hash[:16]}  {prefix}{visible(d.key)}") for d in listing.items)
+        lines.extend(
+            Line(f"{indent}{d.hash[:16]}  {prefix}{visible(d.key)}") for d in listing.items
+        )
     if snap.instructions_hash is not None:
         lines.append(Line(f"{indent}{snap.instructions_hash[:16]}  server instructions"))
     return lines
@@ -147,12 +149,17 @@ def review_command(server_id: str) -> int:
     lines = [
         Line(visible(record.label), "header"),
         Line(f"approved  {record.pinned_at}"),
-        Line(f"observed  {record.pending.observed_at}"
-             + ("  (during a session)" if record.pending.mid_session else "")),
+        Line(
+            f"observed  {record.pending.observed_at}"
+            + ("  (during a session)" if record.pending.mid_session else "")
+        ),
         Line(""),
         *review_lines(drift),
         Line(""),
-        Line(f"If you accept this change:  toolpin approve {record.id} --expect {record.pending.digest[:16]}"),
+        Line(
+            "If you accept this change:  "
+            f"toolpin approve {record.id} --expect {record.pending.digest[:16]}"
+        ),
         Line("Otherwise, do nothing and the pin stands."),
     ]
     echo_lines(lines, color=stdout_color())
@@ -161,8 +168,12 @@ def review_command(server_id: str) -> int:
 
 @cli.command("approve")
 @click.argument("server_id", metavar="ID")
-@click.option("--expect", default=None, metavar="DIGEST",
-              help="Approve only if the waiting change is this one (as printed by review).")
+@click.option(
+    "--expect",
+    default=None,
+    metavar="DIGEST",
+    help="Approve only if the waiting change is this one (as printed by review).",
+)
 def approve_command(server_id: str, expect: str | None) -> int:
     """Accept the change waiting for review: it becomes the pin."""
     from toolpin.core.render import visible
@@ -183,7 +194,7 @@ def forget_command(server_id: str) -> int:
     if not _store().forget(sid):
         from toolpin.errors import InputError
 
-        raise InputError(f"unknown server id {sid}", advice="See `toolpin list` for pinned servers.")
+        raise InputError(f"unknown server id {sid} (see `toolpin list`)")
     click.echo("forgotten; it will be pinned again on its next start")
     return 0
 
@@ -201,5 +212,7 @@ def verify_command() -> int:
     if report.ok:
         click.echo(f"audit log ok, {report.entries} entries, chain intact")
         return 0
-    click.echo(f"audit log BROKEN: {report.problem} (after {report.entries} good entries)", err=True)
+    click.echo(
+        f"audit log BROKEN: {report.problem} (after {report.entries} good entries)", err=True
+    )
     return 1
