@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import LogKey
 from crawl_helpers import (
     SDK_SERVER,
     independent_check,
@@ -17,6 +16,7 @@ from crawl_helpers import (
     write_spec,
 )
 
+from conftest import LogKey
 from toolpin.crawl.runner import CrawlEvent, CrawlOptions, crawl, default_state_path
 from toolpin.crawl.state import CrawlState
 from toolpin.errors import InputError, LogError
