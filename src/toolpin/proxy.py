@@ -102,6 +102,10 @@ class PinSource(Protocol):
     def describe_pin(self) -> str:
         """Where the pin came from, for the stderr report (``pinned <time>``)."""
 
+    # A source may also set ``accepts_subset = True`` (a team lock): a client that is
+    # offered only some of the approved definitions (servers offer less to clients that
+    # declare fewer capabilities) then passes; additions and changes still block.
+
 
 @dataclass
 class _Track:
@@ -614,7 +618,17 @@ class Session:
         if drift.ok:  # e.g. only the server's version or protocol moved
             self._release()
             return
+        if self._accepts_subset() and _only_removals(drift):
+            self._note(
+                f"{self.options.label}: {_counts(observed)} match the lock "
+                f"({len(drift.changes)} approved definition(s) not offered to this client)"
+            )
+            self._release()
+            return
         self._block(drift, observed, mid_session=False)
+
+    def _accepts_subset(self) -> bool:
+        return bool(getattr(self.options.source, "accepts_subset", False))
 
     def _release(self) -> None:
         self.state = RELEASED
@@ -836,7 +850,9 @@ class Session:
         if seen is not None:
             seen = seen | set(page)
             if complete:
-                if seen != set(pinned):
+                if seen != set(pinned) and not (
+                    self._accepts_subset() and seen <= set(pinned)
+                ):
                     differs = True
             elif isinstance(cursor, str) and len(self._sequences) < 256:
                 self._sequences[(kind, cursor)] = seen
@@ -893,6 +909,16 @@ class Session:
         """
         with self._lock:
             return self.state == BLOCKED and not self.mid_session
+
+
+def _only_removals(drift: Drift) -> bool:
+    """Only approved definitions missing: nothing added, changed or re-worded."""
+    return (
+        bool(drift.changes)
+        and all(c.status == "removed" for c in drift.changes)
+        and drift.instructions is None
+        and not drift.identity.name_changed
+    )
 
 
 def _same(pinned: Snapshot, observed: Snapshot) -> bool:

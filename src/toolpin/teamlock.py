@@ -322,7 +322,7 @@ def _lock_one(server: ConfiguredServer, opts: _Options, caps: tuple[str, ...]) -
         snapshot = _probe(server, argv, opts, caps)
     except (ProbeError, PackageError, LockfileError) as exc:
         return ServerOutcome(server.name, "failed", exc.message, notes=tuple(notes))
-    extra = {PROBED_WITH: {"clientCapabilities": list(caps)}} if caps else {}
+    extra = {PROBED_WITH: {"clientCapabilities": list(caps)}}
     entry = LockEntry(snapshot=snapshot, server_id=server.server_id, package=package, extra=extra)
     tools = len(snapshot.tools) if snapshot.tools is not None else 0
     return ServerOutcome(
@@ -433,10 +433,16 @@ def _previous(lock_path: Path) -> Mapping[str, LockEntry]:
 
 
 def _caps_or_none(entry: LockEntry | None) -> tuple[str, ...]:
+    """The capabilities to list a server with when ``--client-capabilities`` is not given:
+    what its lock entry records, else every capability toolpin can declare. Servers offer
+    more to a client that declares more, and the proxy accepts a client seeing a subset of
+    what a lock approved, so locking the fullest view covers every teammate's client."""
+    if entry is None or PROBED_WITH not in entry.extra:
+        return CLIENT_CAPABILITIES
     try:
         return recorded_capabilities(entry)
     except LockfileError:
-        return ()
+        return CLIENT_CAPABILITIES
 
 
 @contextlib.contextmanager
@@ -602,7 +608,13 @@ def _check_package(
 
 
 class LockPinSource:
-    """The proxy's pin from a team lock entry: no trust on first use, nothing written."""
+    """The proxy's pin from a team lock entry: no trust on first use, nothing written.
+
+    A client may be offered a subset of the locked definitions (the lock lists servers
+    with every client capability; a client declaring fewer is offered less).
+    """
+
+    accepts_subset = True
 
     def __init__(self, lock_path: Path, entry_name: str, entry: LockEntry, label: str) -> None:
         self.lock_path = lock_path

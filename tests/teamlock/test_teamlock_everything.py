@@ -2,8 +2,8 @@
 
 Installed once per session into ``<repo>/.cache/npm-servers`` (see ``teamlock_support``).
 Its toolset depends on the client's capabilities (a client declaring ``roots`` and
-``elicitation`` gets three more tools), so the lock must list it the way the team's client
-connects: ``toolpin lock --client-capabilities``.
+``elicitation`` gets three more tools). The lock lists it with every capability toolpin
+can declare, and a client that declares less is offered a subset, which passes.
 """
 
 from __future__ import annotations
@@ -56,28 +56,29 @@ def test_lock_check_and_run_against_server_everything(
     assert check.code == 0, check.out
     assert "All 1 server(s) match" in check.out
 
-    # A client that declares nothing sees what was locked.
-    client = project.start_proxy("--name", "everything", "--lock", "toolpin.lock", "--", *argv)
-    assert "result" in client.initialize()
-    assert listed_tools(client) == locked_tools(project)
-    assert client.close() == 0
-
-    # A client with roots and elicitation is shown more tools: blocked against this lock...
-    plain = locked_tools(project)
-    client = project.start_proxy("--lock", "toolpin.lock", "--", *argv)
-    assert client.initialize(capabilities=ROOTS_AND_ELICITATION)["error"]["code"] == -31042
-    assert client.close() == 1
-
-    # ...until the lock lists the server the way that client connects.
-    result = project.toolpin("lock", "--client-capabilities", "roots,elicitation")
-    assert result.code == 0, result.out
-    rooted = locked_tools(project)
-    assert plain < rooted
-    assert {"get-roots-list", "trigger-elicitation-request"} <= rooted - plain
+    # The lock holds the fullest view: a client with roots and elicitation sees it all...
+    full = locked_tools(project)
+    assert {"get-roots-list", "trigger-elicitation-request"} <= full
     client = project.start_proxy("--lock", "toolpin.lock", "--", *argv)
     assert "result" in client.initialize(capabilities=ROOTS_AND_ELICITATION)
-    assert listed_tools(client) == rooted
+    assert listed_tools(client) <= full
     # With roots declared this server keeps running after its input closes (the proxy
     # would end it after a grace period): stop it as a client does. Nothing was blocked.
     client.close(terminate=True)
     assert b"CHANGED" not in client.stderr
+
+    # ...and a client that declares nothing is offered a subset of it, which passes.
+    client = project.start_proxy("--name", "everything", "--lock", "toolpin.lock", "--", *argv)
+    assert "result" in client.initialize()
+    plain = listed_tools(client)
+    assert plain < full
+    assert client.close() == 0
+    assert b"not offered to this client" in client.stderr
+
+    # A lock listed with no client capabilities does not approve the extra tools.
+    result = project.toolpin("lock", "--client-capabilities", "none")
+    assert result.code == 0, result.out
+    assert locked_tools(project) == plain
+    client = project.start_proxy("--lock", "toolpin.lock", "--", *argv)
+    assert client.initialize(capabilities=ROOTS_AND_ELICITATION)["error"]["code"] == -31042
+    assert client.close() == 1

@@ -331,19 +331,22 @@ def test_client_capabilities_are_recorded_and_reused(project: Project, servers: 
     extra = [{"name": "list_roots", "inputSchema": {"type": "object"}}]
     project.write_config({"notes": entry(servers.command("notes", tools_if_roots=extra))})
 
-    plain = project.toolpin("lock")
-    assert plain.code == 0 and "notes: locked (2 tools)" in plain.out
-    assert "probedWith" not in lock_doc(project)["servers"]["notes"]
+    # By default a server is listed with every capability toolpin can declare.
+    full = project.toolpin("lock")
+    assert full.code == 0 and "notes: locked (3 tools)" in full.out
+    assert lock_doc(project)["servers"]["notes"]["probedWith"] == {
+        "clientCapabilities": ["elicitation", "roots", "sampling"]
+    }
 
-    rooted = project.toolpin("lock", "--client-capabilities", "roots")
-    assert rooted.code == 0 and "notes: locked (3 tools)" in rooted.out
-    assert lock_doc(project)["servers"]["notes"]["probedWith"] == {"clientCapabilities": ["roots"]}
+    plain = project.toolpin("lock", "--client-capabilities", "none")
+    assert plain.code == 0 and "notes: locked (2 tools)" in plain.out
+    assert lock_doc(project)["servers"]["notes"]["probedWith"] == {"clientCapabilities": []}
     # --check and a later lock list the server the way the lock records.
     assert project.toolpin("lock", "--check").code == 0
     again = project.toolpin("lock")
-    assert "notes: locked (3 tools)" in again.out
+    assert "notes: locked (2 tools)" in again.out
     # Saying otherwise shows the difference.
-    other = project.toolpin("lock", "--check", "--client-capabilities", "none")
+    other = project.toolpin("lock", "--check", "--client-capabilities", "roots")
     assert other.code == 1
     assert "list_roots" in other.out
 

@@ -227,7 +227,7 @@ def test_another_version_or_package_is_refused(
     assert runners.runs() == []  # the server was not started
 
 
-def test_a_lock_listed_with_the_clients_capabilities_matches_it(
+def test_the_lock_holds_the_fullest_view_and_a_client_may_be_offered_less(
     project: Project, servers: Servers
 ) -> None:
     extra = [{"name": "list_roots", "inputSchema": {"type": "object"}}]
@@ -235,13 +235,23 @@ def test_a_lock_listed_with_the_clients_capabilities_matches_it(
     project.write_config({"notes": entry(argv)})
     caps = {"roots": {"listChanged": True}}
 
+    # By default the lock lists each server with every client capability.
     assert project.toolpin("lock").code == 0
+    client = project.start_proxy("--lock", "toolpin.lock", "--", *argv)
+    assert "result" in client.initialize(capabilities=caps)
+    assert tools_of(client) == ["count", "list_roots", "search"]
+    assert client.close() == 0
+
+    # A client that declares less is offered less: a subset of what was approved passes.
+    client = project.start_proxy("--lock", "toolpin.lock", "--", *argv)
+    assert "result" in client.initialize()
+    assert tools_of(client) == ["count", "search"]
+    assert client.close() == 0
+    assert b"not offered to this client" in client.stderr
+
+    # A lock listed without capabilities never approved the extra tool: it blocks.
+    assert project.toolpin("lock", "--client-capabilities", "none").code == 0
     client = project.start_proxy("--lock", "toolpin.lock", "--", *argv)
     assert client.initialize(capabilities=caps)["error"]["code"] == DRIFT
     assert client.close() == 1
     assert b"list_roots" in client.stderr
-
-    assert project.toolpin("lock", "--client-capabilities", "roots").code == 0
-    client = project.start_proxy("--lock", "toolpin.lock", "--", *argv)
-    assert "result" in client.initialize(capabilities=caps)
-    assert client.close() == 0
