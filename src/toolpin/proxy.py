@@ -850,9 +850,7 @@ class Session:
         if seen is not None:
             seen = seen | set(page)
             if complete:
-                if seen != set(pinned) and not (
-                    self._accepts_subset() and seen <= set(pinned)
-                ):
+                if seen != set(pinned) and not (self._accepts_subset() and seen <= set(pinned)):
                     differs = True
             elif isinstance(cursor, str) and len(self._sequences) < 256:
                 self._sequences[(kind, cursor)] = seen

@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     default=None,
     metavar="LIST",
     help="Client capabilities declared to each server while listing it: comma-separated "
-    "among elicitation, roots, sampling, or 'none' (default: what the lock records, else all three).",
+    "among elicitation, roots, sampling, or 'none' (default: what the lock records, "
+    "else all three).",
 )
 @click.option(
     "--concurrency",
