@@ -39,6 +39,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -280,7 +281,8 @@ class Session:
         self._collector: ListingCollector | None = None
         self._skip_initialized = False
         self._tracked: dict[Hashable, _Track] = {}
-        self._forwarded: dict[Hashable, None] = {}  # ids of client requests sent to the server
+        # ids of client requests sent to the server, oldest first (popitem is O(1))
+        self._forwarded: OrderedDict[Hashable, None] = OrderedDict()
         self._dropped_note = False
         self._sequences: dict[tuple[Kind, str], set[str]] = {}
         self.deadline: float | None = None
@@ -319,7 +321,7 @@ class Session:
         forwarded = self._forwarded
         forwarded[key] = None
         if len(forwarded) > MAX_FORWARDED:
-            del forwarded[next(iter(forwarded))]
+            forwarded.popitem(last=False)
 
     def _client_released(self, line: bytes) -> None:
         if _WATCHED.search(line) is None:
