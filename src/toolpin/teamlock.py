@@ -96,12 +96,23 @@ class ConfiguredServer:
 
 
 @dataclass(frozen=True)
+class RemoteServer:
+    """A remote (HTTP) server of a config: its URL as written (``${VAR}`` unexpanded)."""
+
+    name: str
+    url: str | None
+    transport: str | None
+    """The entry's ``type`` (``http``, ``sse``, ``streamable-http``...), when given."""
+
+
+@dataclass(frozen=True)
 class Config:
-    """The servers of a config file (local ones; the others are listed as skipped)."""
+    """The servers of a config file: local ones, remote ones, and the skipped ones."""
 
     path: Path
     servers: tuple[ConfiguredServer, ...]
     skipped: tuple[tuple[str, str], ...] = ()
+    remotes: tuple[RemoteServer, ...] = ()
 
     def skip_reason(self, name: str) -> str | None:
         """Why the config's server ``name`` is not locked, when it is listed but skipped."""
@@ -156,6 +167,7 @@ def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
         predefined = {"workspaceFolder": str(base)}
     servers: list[ConfiguredServer] = []
     skipped: list[tuple[str, str]] = []
+    remotes: list[RemoteServer] = []
     seen: set[str] = set()
     for entry in document.entries():
         if entry.name in seen:
@@ -169,6 +181,10 @@ def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
             continue
         if entry.kind == "remote":
             skipped.append((entry.name, "remote server: the proxy speaks stdio only"))
+            kind = entry.value.get("type") if isinstance(entry.value, dict) else None
+            remotes.append(
+                RemoteServer(entry.name, entry.url, kind if isinstance(kind, str) else None)
+            )
             continue
         if entry.kind != "stdio":
             skipped.append((entry.name, entry.reason or "not a usable server entry"))
@@ -197,7 +213,7 @@ def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
         )
     if not servers and not skipped:
         raise ConfigError(f"{path} lists no MCP servers (mcpServers or servers)")
-    return Config(path=path, servers=tuple(servers), skipped=tuple(skipped))
+    return Config(path=path, servers=tuple(servers), skipped=tuple(skipped), remotes=tuple(remotes))
 
 
 # ------------------------------------------------------------------------------ locking

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from crawl_helpers import ORIGIN, FakeAPI
+from crawl_helpers import ORIGIN, FakeAPI, LogKey
 
 from toolpin.publog.keys import generate_key, load_signer
-from toolpin.publog.note import Signer
-
-
-@dataclass(frozen=True)
-class LogKey:
-    path: Path
-    vkey: str
-    signer: Signer
 
 
 @pytest.fixture

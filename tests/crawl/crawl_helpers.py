@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from toolpin.publog.note import Signer
+
 HERE = Path(__file__).resolve().parent
 STUB = HERE / "stub_server.py"
 SDK_SERVER = HERE / "sdk_server.py"
@@ -241,3 +243,10 @@ def independent_check(log_dir: Path, vkey: str) -> list[dict[str, Any]]:
         data = (log_dir / "blob" / "sha256" / digest).read_bytes()
         assert hashlib.sha256(data).hexdigest() == digest
     return [json.loads(e) for e in entries]
+
+
+@dataclass(frozen=True)
+class LogKey:
+    path: Path
+    vkey: str
+    signer: Signer

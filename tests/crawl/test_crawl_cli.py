@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-from crawl_helpers import SRC, independent_check, stub_argv, tool, write_config, write_spec
+from crawl_helpers import SRC, LogKey, independent_check, stub_argv, tool, write_config, write_spec
 
-from conftest import LogKey
 from toolpin.cli import _register_commands, cli
 
 

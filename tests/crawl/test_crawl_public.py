@@ -14,9 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crawl_helpers import FakeAPI, Reply, Seen, independent_check, json_reply, sdk_http_server
+from crawl_helpers import (
+    FakeAPI,
+    LogKey,
+    Reply,
+    Seen,
+    independent_check,
+    json_reply,
+    sdk_http_server,
+)
 
-from conftest import LogKey
 from toolpin.crawl.runner import CrawlOptions, crawl, default_state_path
 from toolpin.crawl.ssrf import AddressPolicy
 from toolpin.crawl.state import CrawlState

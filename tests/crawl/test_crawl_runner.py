@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from crawl_helpers import (
     SDK_SERVER,
+    LogKey,
     independent_check,
     stub_argv,
     tool,
@@ -16,7 +17,6 @@ from crawl_helpers import (
     write_spec,
 )
 
-from conftest import LogKey
 from toolpin.crawl.runner import CrawlEvent, CrawlOptions, crawl, default_state_path
 from toolpin.crawl.state import CrawlState
 from toolpin.errors import InputError, LogError

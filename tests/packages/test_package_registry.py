@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import FakeRegistry
+from registry_support import FakeRegistry
 
 from toolpin.errors import LockfileError, PackageError
 from toolpin.packages import (

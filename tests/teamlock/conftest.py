@@ -4,7 +4,7 @@
 * ``project``: a folder with a ``.mcp.json`` written by the test and helpers to run
   ``toolpin`` in it (in-process for ``lock``; a real subprocess for ``run``).
 * ``registry``: the loopback fake npm registry and fake PyPI of ``tests/packages``
-  (its ``FakeRegistry`` class, loaded from that conftest), serving this area's packages.
+  (its ``FakeRegistry`` class, loaded from ``registry_support.py``), serving this area's packages.
 * ``fake_runners``: ``npx`` and ``uvx`` scripts first on PATH that record the package spec
   they were asked to run and then run the local raw server configured for that package.
 * ``everything_server``: the real ``@modelcontextprotocol/server-everything``, installed

@@ -231,16 +231,16 @@ class Client:
 # ---------------------------------------------------------------------- fake registries
 
 
-def _load_package_conftest() -> Any:
-    path = REPO / "tests" / "packages" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("toolpin_tests_packages_conftest", path)
+def _load_registry_support() -> Any:
+    path = REPO / "tests" / "packages" / "registry_support.py"
+    spec = importlib.util.spec_from_file_location("toolpin_tests_registry_support", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-FakeRegistry: Any = _load_package_conftest().FakeRegistry
+FakeRegistry: Any = _load_registry_support().FakeRegistry
 
 INTEGRITY_130 = "sha512-" + "N" * 86 + "=="
 INTEGRITY_120 = "sha512-" + "M" * 86 + "=="

@@ -172,63 +172,42 @@ def _http_url(value: Any) -> str | None:
 
 
 def config_candidates(path: Path, environ: Mapping[str, str]) -> list[Candidate]:
-    """The servers of a client-style config file."""
-    from toolpin.clients.documents import open_document
-    from toolpin.clients.wrap import recognise_wrap
-    from toolpin.serverid import server_id
-    from toolpin.teamlock import expand
+    """The servers of a client-style config file, read as ``toolpin lock`` reads them
+    (wrapped entries unwrapped, ``${VAR}`` filled in, disabled entries left out)."""
+    from toolpin.teamlock import expand, read_config
 
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ConfigError(f"no config at {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    document = open_document(text, "codex" if path.suffix == ".toml" else "auto")
+    config = read_config(path, environ=environ)
     out: list[Candidate] = []
-    for entry in document.entries():
-        name = clip(entry.name, MAX_NAME_CHARS) or "(unnamed)"
-        if entry.kind == "remote":
-            kind = entry.value.get("type") if isinstance(entry.value, dict) else None
-            url = expand(entry.url, environ) if entry.url else None
-            written_url = entry.url
-            skip = None
-            if url is None:
-                skip = "the remote entry has no URL"
-            elif kind == "sse":
-                skip = "legacy HTTP+SSE servers are not crawled"
-            out.append(
-                Candidate(
-                    id=crawl_id("config-url", written_url or name),
-                    name=name,
-                    source="config",
-                    transport="streamable-http",
-                    url=url,
-                    skip_reason=skip,
-                )
-            )
-            continue
-        if entry.kind != "stdio":
-            continue
-        written = tuple(entry.argv)
-        form = recognise_wrap(written)
-        if form is not None:
-            start = form.inner_start
-            if start is None or start >= len(written):
-                continue
-            written = written[start:]
-        cwd_raw = entry.value.get("cwd") if isinstance(entry.value, dict) else None
+    for remote in config.remotes:
+        name = clip(remote.name, MAX_NAME_CHARS) or "(unnamed)"
+        url = expand(remote.url, environ) if remote.url else None
+        skip = None
+        if url is None:
+            skip = "the remote entry has no URL"
+        elif remote.transport == "sse":
+            skip = "legacy HTTP+SSE servers are not crawled"
         out.append(
             Candidate(
-                id=server_id(written),
+                id=crawl_id("config-url", remote.url or name),
                 name=name,
                 source="config",
-                transport="stdio",
-                argv=tuple(expand(a, environ) for a in written),
-                env={k: expand(v, environ) for k, v in entry.env},
-                cwd=expand(cwd_raw, environ) if isinstance(cwd_raw, str) else None,
+                transport="streamable-http",
+                url=url,
+                skip_reason=skip,
             )
         )
+    out.extend(
+        Candidate(
+            id=server.server_id,
+            name=clip(server.name, MAX_NAME_CHARS) or "(unnamed)",
+            source="config",
+            transport="stdio",
+            argv=server.argv,
+            env=dict(server.env),
+            cwd=server.cwd,
+        )
+        for server in config.servers
+    )
     if not out:
         raise ConfigError(f"{path} lists no MCP servers (mcpServers or servers)")
     return out
