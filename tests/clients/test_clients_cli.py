@@ -109,7 +109,11 @@ def test_wrap_yes_then_again_then_unwrap(home: Path) -> None:
     assert len(list(backups.iterdir())) == 4
     desktop = json.loads((home / ".config/Claude/claude_desktop_config.json").read_text())
     fs = desktop["mcpServers"]["filesystem"]
-    assert fs["command"] == str(home.parent / "bin" / "toolpin")
+    # The launcher is the console script beside the interpreter when toolpin is installed
+    # there (a real install, as in CI), else the one on PATH (this test's stand-in).
+    beside = Path(sys.executable).parent / "toolpin"
+    expected = beside if beside.is_file() else home.parent / "bin" / "toolpin"
+    assert fs["command"] == str(expected.absolute())
     assert fs["args"][:4] == ["run", "--name", "filesystem", "--"]
     after_wrap = snapshot(home)
 
