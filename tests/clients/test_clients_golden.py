@@ -275,3 +275,25 @@ def test_symlinked_config_is_written_through(tmp_path: Path) -> None:
     assert link.is_symlink()
     assert "/opt/toolpin/bin/toolpin" in real.read_text()
     shutil.rmtree(tmp_path / "h")
+
+
+def test_a_package_the_lock_holds_is_not_flagged_as_unpinned(tmp_path: Path) -> None:
+    config = tmp_path / ".mcp.json"
+    config.write_text(
+        '{"mcpServers": {"held": {"command": "npx", "args": ["-y", "srv"]},'
+        ' "loose": {"command": "npx", "args": ["-y", "other"]}}}'
+    )
+    project = ConfigLocation("project", config, "mcpServers", project=True)
+    plain = plan_wrap([project], launcher=LAUNCHER, lock="toolpin.lock")
+    assert {e.name: e.warning is not None for e in plain.files[0].entries} == {
+        "held": True,
+        "loose": True,
+    }
+    held = plan_wrap([project], launcher=LAUNCHER, lock="toolpin.lock", held=frozenset({"held"}))
+    warnings = {e.name: e.warning for e in held.files[0].entries}
+    assert warnings["held"] is None  # run --lock runs the version the lock records
+    assert warnings["loose"] is not None and "not pinned" in warnings["loose"]
+    # Without --lock (a user config), the lock's knowledge does not apply.
+    user = ConfigLocation("user", config, "mcpServers")
+    free = plan_wrap([user], launcher=LAUNCHER, held=frozenset({"held"}))
+    assert all(e.warning is not None for e in free.files[0].entries)

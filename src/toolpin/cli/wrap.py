@@ -134,10 +134,11 @@ def wrap_command(
 
     if lock and not project:
         raise click.UsageError("--lock is for the project's shared .mcp.json: add --project.")
+    held: frozenset[str] = frozenset()
     if lock:
-        check_lock_file(lock, Path.cwd())  # before anything is planned or written
+        held = check_lock_file(lock, Path.cwd())  # before anything is planned or written
     chosen = uvx_launcher() if launcher == "uvx" else installed_launcher()
-    plan = plan_wrap(_locations(configs, project), launcher=chosen, lock=lock)
+    plan = plan_wrap(_locations(configs, project), launcher=chosen, lock=lock, held=held)
     if _nothing_found(plan, "wrap"):
         return 0
     _print_plan(plan)

@@ -23,7 +23,7 @@ import re
 import shutil
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -252,10 +252,13 @@ def plan_wrap(
     *,
     launcher: Launcher,
     lock: str | None = None,
+    held: frozenset[str] = frozenset(),
 ) -> Plan:
     """What ``toolpin wrap`` would change; reads files, writes nothing.
 
-    ``lock`` (``--lock``) is written into entries of project files only.
+    ``lock`` (``--lock``) is written into entries of project files only. ``held`` names the
+    servers whose package version that lock records (see :func:`check_lock_file`): the
+    proxy runs them at that version, so they get no "not pinned" warning.
     """
     files: list[FilePlan] = []
     searched = tuple(locations)
@@ -275,6 +278,8 @@ def plan_wrap(
         journal_add: list[str] = []
         for entry in doc.entries():
             plan, added = _wrap_entry(doc, entry, launcher, file_lock)
+            if file_lock is not None and entry.name in held and plan.warning is not None:
+                plan = replace(plan, warning=None)
             plans.append(plan)
             if added:
                 journal_add.append(journal_key(path, entry))
@@ -430,11 +435,12 @@ def apply(plan: Plan, *, home: Path | None = None, now: datetime | None = None) 
     return written
 
 
-def check_lock_file(lock: str, project_dir: Path) -> None:
+def check_lock_file(lock: str, project_dir: Path) -> frozenset[str]:
     """Refuse a ``--lock`` file that is missing or not a valid toolpin lock (before any edit).
 
     A relative path is read from ``project_dir``, as the proxy reads it from the folder
-    the client starts the server in.
+    the client starts the server in. Returns the names of the servers whose package
+    version the lock records (``run --lock`` holds them at it).
     """
     from toolpin.errors import LockfileError
     from toolpin.lockfile import read_lock
@@ -445,11 +451,16 @@ def check_lock_file(lock: str, project_dir: Path) -> None:
             f"cannot use {lock} (not found)", advice="Write it first with: toolpin lock"
         )
     try:
-        read_lock(path)
+        servers = read_lock(path).servers
     except LockfileError as exc:
         raise ConfigError(
             f"cannot use {lock} ({exc.message})", advice="Write it first with: toolpin lock"
         ) from None
+    return frozenset(
+        name
+        for name, entry in servers.items()
+        if isinstance(entry.package, dict) and isinstance(entry.package.get("version"), str)
+    )
 
 
 __all__ = [
