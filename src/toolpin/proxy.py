@@ -103,7 +103,8 @@ class PinSource(Protocol):
     def describe_pin(self) -> str:
         """Where the pin came from, for the stderr report (``pinned <time>``)."""
 
-    # A source may also set ``accepts_subset = True`` (a team lock): a client that is
+    # A source may also set ``match_text`` (the word in the stderr note when everything
+    # matches, "unchanged" by default) and ``accepts_subset = True`` (a team lock): a client that is
     # offered only some of the approved definitions (servers offer less to clients that
     # declare fewer capabilities) then passes; additions and changes still block.
 
@@ -609,7 +610,8 @@ class Session:
                 return
         if _same(self._pinned, observed):
             self._note(
-                f"{self.options.label}: {_counts(observed)} unchanged "
+                f"{self.options.label}: {_counts(observed)} "
+                f"{getattr(self.options.source, 'match_text', 'unchanged')} "
                 f"({observed.surface_hash()[:12]})"
             )
             self._release()

@@ -632,6 +632,11 @@ class LockPinSource:
 
     accepts_subset = True
 
+    @property
+    def match_text(self) -> str:
+        """Said on stderr when the server matches its entry."""
+        return f"match {self.lock_path.name}"
+
     def __init__(self, lock_path: Path, entry_name: str, entry: LockEntry, label: str) -> None:
         self.lock_path = lock_path
         self.entry_name = entry_name

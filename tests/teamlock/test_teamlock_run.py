@@ -48,7 +48,7 @@ def test_the_lock_entry_is_the_pin(locked: tuple[Project, list[str]]) -> None:
     assert answer["result"]["serverInfo"]["name"] == "raw-server"
     assert tools_of(client) == ["count", "search"]
     assert client.close() == 0
-    assert b"2 tools, instructions unchanged" in client.stderr
+    assert b"2 tools, instructions match toolpin.lock" in client.stderr
     assert pins_written(project) == []  # no trust on first use, nothing pinned here
 
 
