@@ -195,3 +195,47 @@ def test_missing_explicit_config(tmp_path: Path) -> None:
     proc = run(h, "unwrap", "--config", str(h / "nope.json"))
     assert proc.returncode == 2
     assert proc.stderr.startswith("toolpin: cannot read ")
+
+
+def _wrap_on_a_terminal(home: Path, answer: bytes) -> tuple[int, str]:
+    """``toolpin wrap`` with a pseudo-terminal as stdin, answering its question."""
+    import pty
+
+    env = {
+        "HOME": str(home),
+        "PATH": f"{launcher_dir(home.parent)}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(SRC),
+        "TOOLPIN_HOME": str(home.parent / "toolpin-home"),
+        "NO_COLOR": "1",
+    }
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolpin", "wrap"],
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=home,
+        )
+        os.write(master, answer)
+        out, _err = proc.communicate(timeout=60)
+    finally:
+        os.close(master)
+        os.close(slave)
+    return proc.returncode, out.decode()
+
+
+def test_on_a_terminal_wrap_asks_and_applies_only_on_yes(home: Path) -> None:
+    before = snapshot(home)
+    code, out = _wrap_on_a_terminal(home, b"n\n")
+    assert code == 0
+    assert "Protect" in out and "[y/N]" in out
+    assert out.rstrip().endswith("Nothing written.")
+    assert snapshot(home) == before
+
+    code, out = _wrap_on_a_terminal(home, b"y\n")
+    assert code == 0, out
+    assert "wrote" in out
+    desktop = json.loads((home / ".config/Claude/claude_desktop_config.json").read_text())
+    assert desktop["mcpServers"]["filesystem"]["args"][0] == "run"
