@@ -10,60 +10,19 @@ chain. The log never holds server text: ids, labels, hashes, counts and label ke
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from toolpin.core.canonical import canonical_bytes, normalize, parse_json
 from toolpin.errors import JSONError, StoreError
+from toolpin.fsutil import locked
 
 GENESIS: Final = "0" * 64
-
-
-@contextlib.contextmanager
-def process_lock(lock_path: Path, *, timeout: float = 10.0) -> Iterator[None]:
-    """Hold a cross-process lock on ``lock_path`` (created 0600 if missing).
-
-    On POSIX this is ``fcntl.flock`` directly: the same lock ``filelock`` takes, so the
-    two interoperate, without the ~80 ms ``filelock`` spends importing ``asyncio``, which
-    would land on the proxy's first-pin path. Elsewhere it is
-    :func:`toolpin.fsutil.locked`. Raises :class:`StoreError` after ``timeout`` seconds.
-    """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        from toolpin.fsutil import locked
-
-        with locked(lock_path, timeout=timeout):
-            yield
-        return
-    import time
-
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise StoreError(
-                        f"timed out after {timeout:g}s waiting for the lock {lock_path}",
-                        advice="Another toolpin process holds it; try again.",
-                    ) from None
-                time.sleep(0.005)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 def now_iso() -> str:
@@ -104,7 +63,7 @@ def _last_line(path: Path) -> bytes | None:
 
 def append(path: Path, event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
     """Append one event (under the log's lock) and return the written entry."""
-    with process_lock(path.with_name(path.name + ".lock")):
+    with locked(path.with_name(path.name + ".lock")):
         last = _last_line(path)
         seq, prev = 0, GENESIS
         if last is not None:

@@ -62,12 +62,6 @@ ABOUT: Final = (
 )
 _ZERO_DIGEST: Final = "sha256:" + "0" * 64
 _DIGEST_TAIL: Final = re.compile(rb',\n  "digest": "sha256:([0-9a-f]{64})"\n}\n\Z')
-_LIST_KEY: Final = {
-    Kind.TOOL: "tools",
-    Kind.PROMPT: "prompts",
-    Kind.RESOURCE: "resources",
-    Kind.TEMPLATE: "resourceTemplates",
-}
 
 
 @dataclass(frozen=True)
@@ -124,7 +118,7 @@ def entry_json(entry: LockEntry) -> dict[str, Any]:
     for kind in KINDS:
         listing = snap.listing(kind)
         if listing is not None:
-            out[_LIST_KEY[kind]] = _listing_json(listing)
+            out[kind.list_member] = _listing_json(listing)
     if snap.instructions_known:
         out["instructions"] = {"hash": snap.instructions_hash, "text": snap.instructions}
     if entry.listing_sha256 is not None:
@@ -263,7 +257,7 @@ def entry_from_json(raw: JSONValue, *, path: Path, name: str, trusted: bool = Fa
         raise _fail(path, name, "the entry is not an object")
     listings: dict[Kind, Listing] = {}
     for kind in KINDS:
-        member = _LIST_KEY[kind]
+        member = kind.list_member
         if member in raw:
             if trusted:
                 listings[kind] = _trusted_listing(kind, raw[member])
@@ -295,7 +289,7 @@ def entry_from_json(raw: JSONValue, *, path: Path, name: str, trusted: bool = Fa
     listing_sha = _str_or_none(raw, "listingSha256", path, name)
     known_keys = {
         "source", "pinnedAt", "id", "package", "server", "surfaceHash", "instructions",
-        "listingSha256", *_LIST_KEY.values(),
+        "listingSha256", *(k.list_member for k in KINDS),
     }  # fmt: skip
     return LockEntry(
         snapshot=snap,
@@ -318,7 +312,7 @@ def _trusted_listing(kind: Kind, raw: Any) -> Listing:
 
 
 def _listing_from_json(kind: Kind, raw: JSONValue, *, path: Path, name: str) -> Listing:
-    member = _LIST_KEY[kind]
+    member = kind.list_member
     if not isinstance(raw, dict) or not isinstance(raw.get("items"), list):
         raise _fail(path, name, f"{member} must be an object with an items array")
     key_member = kind.key_member

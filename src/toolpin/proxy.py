@@ -235,13 +235,6 @@ VERIFYING: Final = "verifying"
 RELEASED: Final = "released"
 BLOCKED: Final = "blocked"
 
-_LISTING_FIELD: Final = {
-    Kind.TOOL: "tools",
-    Kind.PROMPT: "prompts",
-    Kind.RESOURCE: "resources",
-    Kind.TEMPLATE: "resource_templates",
-}
-
 
 class Session:
     """The proxy's state machine. Transport-free: it writes through two callbacks.
@@ -876,7 +869,7 @@ class Session:
         if final is not None:
             items = {k: v for k, v in items.items() if k in final}
         listing = Listing.of(kind, items.values())
-        fields: dict[str, Any] = {_LISTING_FIELD[kind]: listing}
+        fields: dict[str, Any] = {kind.field: listing}
         return replace(self._pinned, **fields)
 
     # ------------------------------------------------------------------------------ misc

@@ -21,7 +21,6 @@ from toolpin.core.labels import HIGH, MEDIUM
 from toolpin.core.render import visible
 
 SCHEMA_URI: Final = "https://json.schemastore.org/sarif-2.1.0.json"
-HELP_URI: Final = "https://github.com/toolpin/toolpin#readme"
 _LEVEL: Final = {HIGH: "error", MEDIUM: "warning"}
 
 
@@ -42,7 +41,6 @@ class _Rules:
                 "name": rule_id.replace("-", " ").title().replace(" ", ""),
                 "shortDescription": {"text": text},
                 "defaultConfiguration": {"level": level},
-                "helpUri": HELP_URI,
             }
         return rule_id, list(self.rules).index(rule_id)
 
@@ -168,7 +166,6 @@ def sarif_log(drift: Drift, *, artifact: str, lock: str) -> dict[str, Any]:
                     "driver": {
                         "name": "toolpin",
                         "version": __version__,
-                        "informationUri": "https://github.com/toolpin/toolpin",
                         "rules": list(rules.rules.values()),
                     }
                 },

@@ -28,7 +28,7 @@ from toolpin import audit
 from toolpin.core.canonical import parse_json
 from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError, JSONError, LockfileError, StoreError, ToolpinError
-from toolpin.fsutil import atomic_write, ensure_private_dir, toolpin_home
+from toolpin.fsutil import atomic_write, ensure_private_dir, locked, toolpin_home
 from toolpin.lockfile import LockEntry, bytes_intact, dumps_with_digest, entry_from_json, entry_json
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class PinStore:
     def lock(self, server_id: str) -> Iterator[None]:
         """Hold the server's cross-process lock (read-modify-write sections)."""
         self.ensure()
-        with audit.process_lock(self.pins_dir / f"{server_id}.lock", timeout=30.0):
+        with locked(self.pins_dir / f"{server_id}.lock", timeout=30.0):
             yield
 
     # ------------------------------------------------------------------------------- read

@@ -77,9 +77,7 @@ def test_the_server_sees_only_the_sandbox(tmp_path: Path, monkeypatch: pytest.Mo
     spec = write_spec(tmp_path / "s.json", tools=[tool("t")], env_report=str(report))
     home = tmp_path / "home"
     home.mkdir()
-    outcome = probe_sandboxed(
-        stub_argv(spec), env=sandbox_env(home), cwd=None, timeout=20, scratch=tmp_path
-    )
+    outcome = probe_sandboxed(stub_argv(spec), env=sandbox_env(home), cwd=None, timeout=20)
     seen = json.loads(report.read_text())
     assert "TOOLPIN_LOG_KEY" not in seen and "AWS_SECRET_ACCESS_KEY" not in seen
     assert seen["HOME"] == str(home)
@@ -95,9 +93,7 @@ def test_retry_with_placeholders_when_only_credentials_are_missing(tmp_path: Pat
         require_env=["ACME_API_KEY", "ACME_TOKEN"],
         env_report=str(report),
     )
-    outcome = probe_sandboxed(
-        stub_argv(spec), env=sandbox_env(tmp_path), cwd=None, timeout=20, scratch=tmp_path
-    )
+    outcome = probe_sandboxed(stub_argv(spec), env=sandbox_env(tmp_path), cwd=None, timeout=20)
     assert outcome.placeholders == ("ACME_API_KEY", "ACME_TOKEN")
     assert "ACME_API_KEY" in outcome.env_names
     assert json.loads(report.read_text())["ACME_API_KEY"] == PLACEHOLDER
@@ -109,23 +105,19 @@ def test_no_retry_when_a_non_credential_is_missing(tmp_path: Path) -> None:
         tmp_path / "s.json", tools=[tool("t")], require_env=["ACME_API_KEY", "ACME_TOOLSETS"]
     )
     with pytest.raises(ProbeError, match="not all of them credentials, so no placeholder retry"):
-        probe_sandboxed(
-            stub_argv(spec), env=sandbox_env(tmp_path), cwd=None, timeout=20, scratch=tmp_path
-        )
+        probe_sandboxed(stub_argv(spec), env=sandbox_env(tmp_path), cwd=None, timeout=20)
 
 
 def test_retry_happens_once_only(tmp_path: Path) -> None:
     # A server that still fails with the placeholder (it wants a real key) fails the probe.
     spec = write_spec(tmp_path / "s.json", crash=1)
     result, error, stderr = run_with_stderr(
-        stub_argv(spec), env=sandbox_env(tmp_path), cwd=None, timeout=20, scratch=tmp_path
+        stub_argv(spec), env=sandbox_env(tmp_path), cwd=None, timeout=20
     )
     assert result is None and error is not None
     assert "crashing on purpose" in stderr
     with pytest.raises(ProbeError) as caught:
-        probe_sandboxed(
-            stub_argv(spec), env=sandbox_env(tmp_path), cwd=None, timeout=20, scratch=tmp_path
-        )
+        probe_sandboxed(stub_argv(spec), env=sandbox_env(tmp_path), cwd=None, timeout=20)
     assert "placeholder" not in caught.value.message  # nothing named: no retry at all
 
 
@@ -139,7 +131,6 @@ def test_stderr_tail_is_bounded(tmp_path: Path) -> None:
         env=sandbox_env(tmp_path),
         cwd=None,
         timeout=20,
-        scratch=tmp_path,
     )
     assert result is None and error is not None
     assert stderr.endswith("END") and len(stderr) == STDERR_TAIL_BYTES

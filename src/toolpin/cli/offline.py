@@ -23,12 +23,7 @@ if TYPE_CHECKING:
     from toolpin.offline import CheckResult, PinResult
 
 
-def _paths(values: tuple[str, ...]) -> list[Path]:
-    return [Path(v) for v in values]
-
-
-@cli.command()
-@click.option(
+_listing_option = click.option(
     "--listing",
     "listings",
     multiple=True,
@@ -36,6 +31,14 @@ def _paths(values: tuple[str, ...]) -> list[Path]:
     metavar="FILE",
     help="A saved tools/list (or full export); repeat for the pages of one listing.",
 )
+
+
+def _paths(values: tuple[str, ...]) -> list[Path]:
+    return [Path(v) for v in values]
+
+
+@cli.command()
+@_listing_option
 @click.option("--lock", "lock", required=True, metavar="FILE", help="The lockfile to write.")
 @click.option(
     "--source", default=None, help="Label stored in the lock (default: the listing path)."
@@ -120,14 +123,7 @@ def pin_json(result: PinResult, lock: str) -> dict[str, Any]:
 
 
 @cli.command()
-@click.option(
-    "--listing",
-    "listings",
-    multiple=True,
-    required=True,
-    metavar="FILE",
-    help="A saved tools/list (or full export); repeat for the pages of one listing.",
-)
+@_listing_option
 @click.option(
     "--lock",
     "lock",
@@ -431,13 +427,9 @@ def check_json(result: CheckResult) -> dict[str, Any]:
         "notes": list(result.notes),
         "partial_listing": result.partial,
     }
-    for kind, key in (
-        (Kind.PROMPT, "prompts"),
-        (Kind.RESOURCE, "resources"),
-        (Kind.TEMPLATE, "resource_templates"),
-    ):
+    for kind in (Kind.PROMPT, Kind.RESOURCE, Kind.TEMPLATE):
         if kind in drift.compared:
-            out[key] = part(kind)
+            out[kind.field] = part(kind)
     return out
 
 

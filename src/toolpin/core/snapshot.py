@@ -53,6 +53,12 @@ class Kind(enum.Enum):
         return _LIST_MEMBER[self]
 
     @property
+    def field(self) -> str:
+        """The :class:`Snapshot` field, also used as a snake_case JSON key
+        (``tools``, ``prompts``, ``resources``, ``resource_templates``)."""
+        return _FIELD[self]
+
+    @property
     def method(self) -> str:
         """The MCP method that lists this kind."""
         return _METHOD[self]
@@ -74,6 +80,12 @@ _LIST_MEMBER: Final = {
     Kind.PROMPT: "prompts",
     Kind.RESOURCE: "resources",
     Kind.TEMPLATE: "resourceTemplates",
+}
+_FIELD: Final = {
+    Kind.TOOL: "tools",
+    Kind.PROMPT: "prompts",
+    Kind.RESOURCE: "resources",
+    Kind.TEMPLATE: "resource_templates",
 }
 _METHOD: Final = {
     Kind.TOOL: "tools/list",
@@ -250,7 +262,7 @@ class Snapshot:
         parts = {}
         for kind in KINDS:
             listing = self.listing(kind)
-            parts[_LIST_NAME[kind]] = listing.set_hash if listing is not None else "unknown"
+            parts[kind.field] = listing.set_hash if listing is not None else "unknown"
         if not self.instructions_known:
             parts["instructions"] = "unknown"
         else:
@@ -260,15 +272,7 @@ class Snapshot:
 
     def counts(self) -> dict[str, int]:
         """Number of definitions per known listing (``tools``, ``prompts``, ...)."""
-        return {_LIST_NAME[x.kind]: len(x) for x in self.listings()}
-
-
-_LIST_NAME: Final = {
-    Kind.TOOL: "tools",
-    Kind.PROMPT: "prompts",
-    Kind.RESOURCE: "resources",
-    Kind.TEMPLATE: "resource_templates",
-}
+        return {x.kind.field: len(x) for x in self.listings()}
 
 
 # ------------------------------------------------------------------------ reading exports

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from toolpin.core.snapshot import KINDS, Kind, Snapshot
+from toolpin.core.snapshot import KINDS, Snapshot
 from toolpin.crawl.candidates import (
     MAX_NAME_CHARS,
     MAX_URL_CHARS,
@@ -42,13 +42,6 @@ from toolpin.crawl.candidates import (
 RECORD_TYPE: Final = "toolpin/observation"
 RECORD_VERSION: Final = 1
 MAX_INFO_CHARS: Final = 256
-
-_DIGEST_NAMES: Final = {
-    Kind.TOOL: "tools",
-    Kind.PROMPT: "prompts",
-    Kind.RESOURCE: "resources",
-    Kind.TEMPLATE: "resourceTemplates",
-}
 
 
 @dataclass(frozen=True)
@@ -105,7 +98,7 @@ def observation_record(
     digests: dict[str, str | None] = {"surface": snap.surface_hash()}
     for kind in KINDS:
         listing = snap.listing(kind)
-        digests[_DIGEST_NAMES[kind]] = listing.set_hash if listing is not None else None
+        digests[kind.list_member] = listing.set_hash if listing is not None else None
     digests["instructions"] = snap.instructions_hash
     record: dict[str, Any] = {
         "type": RECORD_TYPE,
@@ -114,7 +107,7 @@ def observation_record(
         "observedAt": observation.observed_at,
         "protocol": {"era": observation.era, "version": observation.protocol_version},
         "digests": digests,
-        "counts": {_DIGEST_NAMES[x.kind]: len(x) for x in snap.listings()},
+        "counts": {x.kind.list_member: len(x) for x in snap.listings()},
         "previous": previous,
         "blob": blob,
     }

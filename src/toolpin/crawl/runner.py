@@ -215,7 +215,7 @@ def _probe_stdio_candidate(
             argv, package = installed.argv, installed.package
             env = sandbox_env(home, extra=installed.env)
             cwd = str(scratch)
-        outcome = probe_sandboxed(argv, env=env, cwd=cwd, timeout=opts.timeout, scratch=scratch)
+        outcome = probe_sandboxed(argv, env=env, cwd=cwd, timeout=opts.timeout)
         check_limits(outcome.result.snapshot)
         return Observation(
             snapshot=outcome.result.snapshot,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 from toolpin.crawl.sandbox import missing_variables, placeholder_plan
@@ -28,11 +27,9 @@ def run_with_stderr(
     env: Mapping[str, str],
     cwd: str | None,
     timeout: float,
-    scratch: Path,
     max_output: int = MAX_STDOUT_BYTES,
 ) -> tuple[ProbeResult | None, ProbeError | None, str]:
     """One probe: ``(result, None, stderr)`` or ``(None, error, stderr)``."""
-    del scratch  # kept for callers; the tail needs no file
     tail = StderrTail(STDERR_TAIL_BYTES)
     try:
         result = probe_stdio(
@@ -58,13 +55,12 @@ def probe_sandboxed(
     env: Mapping[str, str],
     cwd: str | None,
     timeout: float,
-    scratch: Path,
     max_output: int = MAX_STDOUT_BYTES,
 ) -> StdioOutcome:
     """Probe ``argv`` in ``env``; retry once with placeholder credentials when the rule
     allows it (see :mod:`toolpin.crawl.sandbox`). Raises :class:`ProbeError`."""
     result, error, stderr = run_with_stderr(
-        argv, env=env, cwd=cwd, timeout=timeout, scratch=scratch, max_output=max_output
+        argv, env=env, cwd=cwd, timeout=timeout, max_output=max_output
     )
     if result is not None:
         return StdioOutcome(result, tuple(sorted(env)), ())
@@ -80,7 +76,7 @@ def probe_sandboxed(
         raise error
     retry_env = {**env, **plan}
     result, error, _ = run_with_stderr(
-        argv, env=retry_env, cwd=cwd, timeout=timeout, scratch=scratch, max_output=max_output
+        argv, env=retry_env, cwd=cwd, timeout=timeout, max_output=max_output
     )
     if result is None:
         assert error is not None
