@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from toolpin.core.canonical import parse_json  # noqa: E402
 from toolpin.core.snapshot import snapshot_from_export  # noqa: E402
-from toolpin.offline import check, pin  # noqa: E402
+from toolpin.offline.check import check, pin  # noqa: E402
 
 BENCH_1K = ROOT / "tests" / "data" / "vectors" / "bench-tools-1000.json"
 SET_HASH_1K = "5dd8270765edc633a0b03ed1178b26b6b6fce8594c2be455628554d7875c61cb"

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         parsed = _parse_run(args[1:])
         if parsed is not None:
             from toolpin.errors import ToolpinError
-            from toolpin.runner import run_proxy
+            from toolpin.proxy.start import run_proxy
 
             try:
                 code = run_proxy(**parsed)

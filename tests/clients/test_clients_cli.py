@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from toolpin.lockfile import render_lock
+from toolpin.lockfile.native import render_lock
 
 SRC = Path(__file__).parents[2] / "src"
 GOLDEN = Path(__file__).parents[1] / "golden" / "clients" / "input"

@@ -26,5 +26,12 @@ def test_light_imports() -> None:
         check=True,
     )
     loaded = set(json.loads(proc.stdout))
-    for heavy in ("tomlkit", "httpx2", "rich", "mcp", "toolpin.clients.wrap", "toolpin.policy"):
+    for heavy in (
+        "tomlkit",
+        "httpx2",
+        "rich",
+        "mcp",
+        "toolpin.clients.wrap",
+        "toolpin.clients.policy",
+    ):
         assert heavy not in loaded, heavy

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from crawl_helpers import FakeAPI, Reply, Seen, json_reply, sdk_http_server
 
-from toolpin.crawl.ssrf import AddressPolicy
-from toolpin.crawl.streamable import MAX_RESPONSE_BYTES, probe_http
 from toolpin.errors import ProbeError
+from toolpin.probe.http import MAX_RESPONSE_BYTES, probe_http
+from toolpin.probe.ssrf import AddressPolicy
 
 LOCAL = AddressPolicy(allow_private=True)
 

@@ -25,8 +25,8 @@ from crawl_helpers import (
 )
 
 from toolpin.crawl.runner import CrawlOptions, crawl, default_state_path
-from toolpin.crawl.ssrf import AddressPolicy
 from toolpin.crawl.state import CrawlState
+from toolpin.probe.ssrf import AddressPolicy
 from toolpin.publog.verify import verify_log
 
 

@@ -11,7 +11,7 @@ from crawl_helpers import FakeAPI, Reply, Seen, json_reply, write_config
 
 from toolpin.crawl.candidates import crawl_id
 from toolpin.crawl.sources import discover, merge, registry_candidate
-from toolpin.serverid import server_id
+from toolpin.pins.serverid import server_id
 
 
 def registry_item(

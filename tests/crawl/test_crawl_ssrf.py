@@ -9,14 +9,14 @@ import socket
 import pytest
 from crawl_helpers import FakeAPI, json_reply, sdk_http_server
 
-from toolpin.crawl.ssrf import (
+from toolpin.probe.http import probe_http
+from toolpin.probe.ssrf import (
     AddressPolicy,
     GuardError,
     address_class,
     check_url,
     resolve_checked,
 )
-from toolpin.crawl.streamable import probe_http
 
 LOOPBACK_ONLY = AddressPolicy(allowed_networks=(ipaddress.ip_network("127.0.0.2/32"),))
 

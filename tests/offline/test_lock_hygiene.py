@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from offline_support import MTPC, PIN_ARGS, run_inprocess
 
-from toolpin.lockfile import render_lock
-from toolpin.offline import check
+from toolpin.lockfile.native import render_lock
+from toolpin.offline.check import check
 
 EXAMPLE = MTPC / "examples" / "tools-list.json"
 CHANGED = MTPC / "examples" / "tools-list.changed.json"
@@ -191,7 +191,7 @@ def test_reformatted_lock_is_still_accepted(work: Path) -> None:
 
 def _rewrite(doc: dict[str, Any]) -> bytes:
     """Bytes with a valid file digest for ``doc`` (what an attacker can always compute)."""
-    from toolpin.lockfile import dumps_with_digest
+    from toolpin.lockfile.native import dumps_with_digest
 
     body = {k: v for k, v in doc.items() if k != "digest"}
     return dumps_with_digest(body)
@@ -222,7 +222,7 @@ def test_forged_definition_text_is_caught(work: Path) -> None:
 
 
 def test_a_consistent_hand_edit_is_drift_not_error(work: Path) -> None:
-    from toolpin.lockfile import read_lock
+    from toolpin.lockfile.native import read_lock
 
     assert pin(work) == 0
     lock = read_lock(work / "tp.lock")

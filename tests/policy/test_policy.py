@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from toolpin.cli import _register_commands, cli
-from toolpin.policy import PRODUCTS
+from toolpin.clients.policy import PRODUCTS
 
 GOLDEN = Path(__file__).parent / "golden"
 LOCK = "/etc/toolpin/toolpin.lock"

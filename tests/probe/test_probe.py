@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from toolpin.errors import ProbeError
-from toolpin.probe import ProbeResult, probe_stdio
+from toolpin.probe.session import ProbeResult, probe_stdio
 
 SERVERS = Path(__file__).parents[1] / "teamlock" / "servers"
 RAW = SERVERS / "raw_server.py"

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolpin.core.canonical import canonical_bytes, normalize
-from toolpin.serverid import check_id, default_label, server_id
+from toolpin.pins.serverid import check_id, default_label, server_id
 
 
 @given(st.lists(st.text(st.characters(blacklist_categories=())), max_size=6))

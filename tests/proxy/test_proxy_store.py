@@ -80,8 +80,8 @@ WRITER = r"""
 import sys
 from pathlib import Path
 from toolpin.core.snapshot import Kind, Listing, Snapshot
-from toolpin.store import PinRecord, PinStore
-from toolpin import audit
+from toolpin.pins.store import PinRecord, PinStore
+from toolpin.pins import audit
 
 SID = "0123456789abcdef"
 store = PinStore(Path(sys.argv[1]))
@@ -105,8 +105,8 @@ while True:
 
 def test_sigkill_during_writes_leaves_a_readable_store(tmp_path: Path) -> None:
     sys.path.insert(0, str(SRC))
-    from toolpin.audit import verify_chain
-    from toolpin.store import PinStore
+    from toolpin.pins.audit import verify_chain
+    from toolpin.pins.store import PinStore
 
     home = tmp_path / "home"
     env = {**os.environ, "PYTHONPATH": str(SRC)}

@@ -10,8 +10,8 @@ import pytest
 from teamlock_support import Project, Servers, entry
 
 from toolpin.errors import ConfigError
-from toolpin.serverid import server_id
-from toolpin.teamlock import expand, project_dir, read_config
+from toolpin.pins.serverid import server_id
+from toolpin.team.lock import expand, project_dir, read_config
 
 ENV = {"HOME_DIR": "/home/ada", "EMPTY": "", "TOKEN": "s3cret"}
 

@@ -1,4 +1,4 @@
-"""``toolpin run`` imports every CLI module: ``toolpin.cli.team`` must stay light."""
+"""``toolpin run`` imports every CLI module: ``toolpin.cli.lock`` must stay light."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import sys
 
 from teamlock_support import SRC
 
-HEAVY = ("rich", "httpx2", "mcp", "tomlkit", "toolpin.teamlock", "toolpin.probe")
+HEAVY = ("rich", "httpx2", "mcp", "tomlkit", "toolpin.team.lock", "toolpin.probe.session")
 
 
 def test_the_lock_command_module_is_light_at_import() -> None:
     code = (
-        f"import sys, toolpin.cli.team\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+        f"import sys, toolpin.cli.lock\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -28,8 +28,8 @@ def test_run_without_lock_does_not_import_the_team_lock() -> None:
     code = (
         "import sys\n"
         "from toolpin.__main__ import _parse_run\n"
-        "import toolpin.runner\n"
-        "print('toolpin.teamlock' in sys.modules)\n"
+        "import toolpin.proxy.start\n"
+        "print('toolpin.team.lock' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from teamlock_support import LOWLEVEL, SDK, Project, Servers, entry
 
-from toolpin.lockfile import read_lock
-from toolpin.serverid import server_id
+from toolpin.lockfile.native import read_lock
+from toolpin.pins.serverid import server_id
 
 
 def lock_doc(project: Project) -> dict[str, Any]:

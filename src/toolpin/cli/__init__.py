@@ -1,7 +1,7 @@
 """The ``toolpin`` command line: parse arguments, call the library, format output.
 
-This package is the only place that imports ``click`` and ``rich``. Each command
-module registers its commands on :data:`cli`. Errors derived from
+This package is the only place that imports ``click`` and ``rich``. Each command module
+defines its commands; :func:`_register_commands` adds them to :data:`cli`. Errors derived from
 :class:`toolpin.errors.ToolpinError` are caught once, in :func:`main`.
 """
 
@@ -26,18 +26,35 @@ def cli() -> None:
 
 
 def _register_commands() -> None:
-    # Each module adds its commands to ``cli`` when imported.
-    from toolpin.cli import (  # noqa: F401
-        crawl,
-        demo,
-        log,
-        offline,
-        policy,
-        proxy,
-        store,
-        team,
-        wrap,
-    )
+    """Add every command to :data:`cli` (idempotent).
+
+    The command modules never import this package's group: this function imports them and
+    adds what they define, so no command module and ``toolpin.cli`` import each other.
+    """
+    if cli.commands:
+        return
+    from toolpin.cli import crawl, demo, lock, log, offline, pins, policy, run, wrap
+
+    log.log_group.add_command(crawl.crawl_cmd)
+    for command in (
+        offline.pin,
+        offline.check,
+        offline.hash_command,
+        run.run_command,
+        pins.list_command,
+        pins.show_command,
+        pins.review_command,
+        pins.approve_command,
+        pins.forget_command,
+        pins.verify_command,
+        demo.demo_command,
+        lock.lock_command,
+        wrap.wrap_command,
+        wrap.unwrap_command,
+        policy.policy_command,
+        log.log_group,
+    ):
+        cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,6 @@
 """Terminal output helpers for the CLI: colour decisions and printing styled lines.
 
-Colour follows :func:`toolpin.console.wants_color` (a TTY, never with ``NO_COLOR``).
+Colour follows :func:`toolpin.util.console.wants_color` (a TTY, never with ``NO_COLOR``).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Iterable
 
 import click
 
-from toolpin.console import wants_color
 from toolpin.core.render import Line, to_text
+from toolpin.util.console import wants_color
 
 
 def stdout_color() -> bool:

@@ -13,15 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from toolpin.cli.log import log_group
-
 if TYPE_CHECKING:
     from toolpin.crawl.runner import CrawlEvent, CrawlOptions, CrawlSummary
 
 SOURCE_CHOICES = ("config", "registry", "npm", "github")
 
 
-@log_group.command("crawl")
+@click.command("crawl")
 @click.option("--log", "log_dir", required=True, help="The log directory (created if missing).")
 @click.option(
     "--key",
@@ -104,7 +102,7 @@ def crawl_cmd(
     OPTOUT.txt (log directory or working directory) are never probed.
     """
     from toolpin.crawl.runner import CrawlOptions, crawl
-    from toolpin.crawl.ssrf import AddressPolicy
+    from toolpin.probe.ssrf import AddressPolicy
     from toolpin.publog.keys import load_signer
 
     chosen: tuple[Any, ...] = sources or (("config",) if servers else ("registry", "npm", "github"))

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import click
 
-from toolpin.cli import cli
 
-
-@cli.command("demo")
+@click.command("demo")
 def demo_command() -> int:
     """Pin a bundled server, then see toolpin block it after it changes its tool.
 
@@ -15,7 +13,7 @@ def demo_command() -> int:
     Exit 0 when the change is blocked, 1 otherwise.
     """
     from toolpin.cli._output import stdout_color
-    from toolpin.demo import run_demo
+    from toolpin.demo.run import run_demo
 
     color = stdout_color()
     return run_demo(lambda text: click.echo(text, color=color), color=color)

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toolpin.cli import cli
 from toolpin.errors import InputError, LogError
 
 if TYPE_CHECKING:
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 VKEY_HELP = "The pinned verifier key (name+id+key), or a file holding it (last line used)."
 
 
-@cli.group("log")
+@click.group("log")
 def log_group() -> None:
     """The public log: a C2SP tlog-tiles transparency log of observed definitions.
 

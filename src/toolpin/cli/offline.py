@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from toolpin.cli import cli
 from toolpin.cli._output import echo_lines, stdout_color
 
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift, ItemChange
     from toolpin.core.render import Line
     from toolpin.core.snapshot import Identity
-    from toolpin.offline import CheckResult, PinResult
+    from toolpin.offline.check import CheckResult, PinResult
 
 
 _listing_option = click.option(
@@ -37,7 +36,7 @@ def _paths(values: tuple[str, ...]) -> list[Path]:
     return [Path(v) for v in values]
 
 
-@cli.command()
+@click.command("pin")
 @_listing_option
 @click.option("--lock", "lock", required=True, metavar="FILE", help="The lockfile to write.")
 @click.option(
@@ -62,7 +61,7 @@ def pin(
     as_json: bool,
 ) -> int:
     """Pin a saved export: write its definitions and hashes to a lockfile."""
-    from toolpin.offline import pin as do_pin
+    from toolpin.offline.check import pin as do_pin
 
     result = do_pin(
         _paths(listings), Path(lock), source=source, pinned_at=pinned_at, entry_name=entry
@@ -122,7 +121,7 @@ def pin_json(result: PinResult, lock: str) -> dict[str, Any]:
     return out
 
 
-@cli.command()
+@click.command("check")
 @_listing_option
 @click.option(
     "--lock",
@@ -140,12 +139,12 @@ def check(
     listings: tuple[str, ...], lock: str, entry: str | None, as_json: bool, sarif: str | None
 ) -> int:
     """Check a saved export against a lockfile. Exit 0 unchanged, 1 drift, 2 unusable input."""
-    from toolpin.offline import check as do_check
+    from toolpin.offline.check import check as do_check
 
     result = do_check(_paths(listings), Path(lock), entry_name=entry)
     if sarif is not None:
-        from toolpin.fsutil import atomic_write
-        from toolpin.sarif import sarif_log
+        from toolpin.report.sarif import sarif_log
+        from toolpin.util.fs import atomic_write
 
         doc = sarif_log(result.drift, artifact=listings[0], lock=lock)
         try:
@@ -433,7 +432,7 @@ def check_json(result: CheckResult) -> dict[str, Any]:
     return out
 
 
-@cli.command("hash")
+@click.command("hash")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option("--json", "as_json", is_flag=True, help="Print the hashes as JSON.")
 def hash_command(files: tuple[str, ...], as_json: bool) -> int:
@@ -441,7 +440,7 @@ def hash_command(files: tuple[str, ...], as_json: bool) -> int:
 
     A FILE holding one object that is not a listing is hashed as one definition.
     """
-    from toolpin.hashing import hash_files
+    from toolpin.offline.hash import hash_files
 
     report = hash_files(_paths(files))
     if as_json:

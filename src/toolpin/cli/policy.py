@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import click
 
-from toolpin.cli import cli
-
 PRODUCT_CHOICES = ("claude-code", "copilot", "codex", "cursor", "all")
 
 
-@cli.command("policy")
+@click.command("policy")
 @click.argument("product", type=click.Choice(PRODUCT_CHOICES))
 @click.option(
     "--config",
@@ -44,7 +42,7 @@ def policy_command(product: str, config: str, lock: str, out: str, launcher: str
     """
     from pathlib import Path
 
-    from toolpin import policy
+    from toolpin.clients import policy
     from toolpin.errors import InputError
 
     policy.check_lock_path(lock)

@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toolpin.cli import cli
-
 if TYPE_CHECKING:
     from toolpin.clients.locations import ConfigLocation
     from toolpin.clients.wrap import Plan
@@ -88,7 +86,7 @@ def _nothing_found(plan: Plan, command: str) -> bool:
     return True
 
 
-@cli.command("wrap")
+@click.command("wrap")
 @click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
 @click.option("--dry-run", is_flag=True, help="Show the plan and write nothing.")
 @click.option(
@@ -166,7 +164,7 @@ def wrap_command(
     return unreadable
 
 
-@cli.command("unwrap")
+@click.command("unwrap")
 @click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
 @click.option("--dry-run", is_flag=True, help="Show the plan and write nothing.")
 @click.option("--config", "configs", multiple=True, metavar="FILE", help="Only this config file.")

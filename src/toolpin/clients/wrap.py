@@ -32,8 +32,8 @@ from toolpin import __version__
 from toolpin.clients.documents import ConfigDocument, Entry, open_document
 from toolpin.clients.locations import ConfigLocation
 from toolpin.errors import ConfigError, PackageError
-from toolpin.fsutil import atomic_write, ensure_private_dir, locked, toolpin_home
 from toolpin.packages.spec import detect_package, runner_name
+from toolpin.util.fs import atomic_write, ensure_private_dir, locked, toolpin_home
 
 MAX_CONFIG_BYTES = 32 * 1024 * 1024
 Mode = Literal["wrap", "unwrap"]
@@ -443,7 +443,7 @@ def check_lock_file(lock: str, project_dir: Path) -> frozenset[str]:
     version the lock records (``run --lock`` holds them at it).
     """
     from toolpin.errors import LockfileError
-    from toolpin.lockfile import read_lock
+    from toolpin.lockfile.native import read_lock
 
     path = Path(lock) if os.path.isabs(lock) else project_dir / lock
     if not path.is_file():

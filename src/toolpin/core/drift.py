@@ -14,12 +14,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Final
+from typing import Any, Final
 
 from toolpin.core import labels as lab
 from toolpin.core.canonical import JSONValue, canonical_json
 from toolpin.core.labels import Label
-from toolpin.core.render import visible
+from toolpin.core.render import clip, visible
 from toolpin.core.schemadiff import SchemaFinding, diff_schema
 from toolpin.core.snapshot import KINDS, Definition, Identity, Kind, Listing, Snapshot
 
@@ -490,3 +490,21 @@ def instructions_change(old: str | None, new: str | None) -> InstructionsChange:
     """Label a change of the server's instructions."""
     labels = lab.sort_labels(lab.text_signals(old or "", new or "") or [lab.WORDING])
     return InstructionsChange(old=old, new=new, labels=labels)
+
+
+def change_keys(drift: Drift) -> list[dict[str, Any]]:
+    """``[{name, kinds}]`` with label keys only: the part of a drift safe to store or send.
+
+    Names are made visible (escapes for control, bidi and tag characters) and clipped,
+    since a name is the one piece of server text a client is shown.
+    """
+    out: list[dict[str, Any]] = [
+        {"name": clip(visible(c.display_name), 128), "kinds": c.label_keys} for c in drift.changes
+    ]
+    if drift.instructions is not None:
+        out.append(
+            {"name": "server instructions", "kinds": [x.key for x in drift.instructions.labels]}
+        )
+    if drift.identity.name_changed:
+        out.append({"name": "server name", "kinds": ["server-name"]})
+    return out

@@ -5,7 +5,7 @@ package to install first) and where it was found. Its :attr:`Candidate.id` is st
 runs and machines:
 
 * ``config`` candidates (a client-style ``mcpServers`` file): the pin store's id of the
-  command as written (:func:`toolpin.serverid.server_id`), so a crawl of a local config
+  command as written (:func:`toolpin.pins.serverid.server_id`), so a crawl of a local config
   and ``toolpin run`` agree on ids; a remote entry uses ``config-url:<url>``;
 * every other source: the first 16 hex characters of SHA-256 over ``"<source>:<key>"``
   (``registry:<name>``, ``npm:<package>``, ``github:<owner/repo>``), as the reference

@@ -67,7 +67,7 @@ class Observation:
 def definitions_blob(snapshot: Snapshot) -> bytes:
     """The blob of a snapshot: RFC 8785 bytes of its lockfile entry form."""
     from toolpin.core.canonical import canonical_bytes, normalize
-    from toolpin.lockfile import LockEntry, entry_json
+    from toolpin.lockfile.native import LockEntry, entry_json
 
     return canonical_bytes(normalize(entry_json(LockEntry(snapshot=snapshot))))
 

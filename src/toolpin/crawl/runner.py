@@ -32,9 +32,9 @@ from toolpin.crawl.optout import apply_optout, load_optout
 from toolpin.crawl.record import Observation, definitions_blob, observation_record
 from toolpin.crawl.sandbox import sandbox_env
 from toolpin.crawl.sources import Discovery, SourceReport, discover
-from toolpin.crawl.ssrf import AddressPolicy
 from toolpin.crawl.state import CrawlState, reconcile
 from toolpin.errors import InputError, LogError, StoreError, ToolpinError
+from toolpin.probe.ssrf import AddressPolicy
 from toolpin.publog.note import Signer
 
 DEFAULT_CONCURRENCY: Final = 4
@@ -172,7 +172,7 @@ def _probe_candidate(candidate: Candidate, opts: CrawlOptions, scratch_root: Pat
         return done(None, "installing a package needs --allow-exec", True)
     try:
         if candidate.transport == "streamable-http":
-            from toolpin.crawl.streamable import probe_http
+            from toolpin.probe.http import probe_http
 
             assert candidate.url is not None
             result = probe_http(candidate.url, policy=opts.policy, timeout=opts.timeout)
@@ -312,7 +312,7 @@ def _select(
 
 def crawl(opts: CrawlOptions, progress: Callable[[CrawlEvent], None] | None = None) -> CrawlSummary:
     """Run one crawl of ``opts.log_dir`` (see the module doc)."""
-    from toolpin.fsutil import locked
+    from toolpin.util.fs import locked
 
     started = time.monotonic()
     ran_at = utc_now()

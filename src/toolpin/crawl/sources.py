@@ -174,7 +174,7 @@ def _http_url(value: Any) -> str | None:
 def config_candidates(path: Path, environ: Mapping[str, str]) -> list[Candidate]:
     """The servers of a client-style config file, read as ``toolpin lock`` reads them
     (wrapped entries unwrapped, ``${VAR}`` filled in, disabled entries left out)."""
-    from toolpin.teamlock import expand, read_config
+    from toolpin.team.lock import expand, read_config
 
     config = read_config(path, environ=environ)
     out: list[Candidate] = []

@@ -10,8 +10,8 @@ import hashlib
 from pathlib import Path
 
 from toolpin.errors import LogError
-from toolpin.fsutil import atomic_write
 from toolpin.publog.entries import BLOB_REF
+from toolpin.util.fs import atomic_write
 
 __all__ = ["BlobError", "BlobStore", "blob_ref"]
 

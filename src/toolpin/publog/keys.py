@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from toolpin.errors import LogError
-from toolpin.fsutil import fsync_dir
 from toolpin.publog.note import NoteError, Signer, valid_key_name
+from toolpin.util.fs import fsync_dir
 
 ENV_LOG_KEY = "TOOLPIN_LOG_KEY"
 

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolpin.errors import LogError
-from toolpin.fsutil import atomic_write, fsync_dir, locked
 from toolpin.publog.blobs import BlobStore
 from toolpin.publog.checkpoint import (
     Checkpoint,
@@ -53,6 +52,7 @@ from toolpin.publog.merkle import (
     verify_consistency,
 )
 from toolpin.publog.note import Signer, Verifier
+from toolpin.util.fs import atomic_write, fsync_dir, locked
 
 TILE_HEIGHT = 8
 TILE_WIDTH = 1 << TILE_HEIGHT  # 256 hashes, 8,192 bytes

@@ -5,7 +5,7 @@ fills ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` from the environment th
 clients do, resolves the exact package version and registry digest behind each server
 (npm ``dist.integrity``, PyPI file hashes, an OCI digest written in the command), starts
 each local server at exactly that version, reads everything the model would read
-(:mod:`toolpin.probe`; no tool is ever called), and writes one lock entry per server keyed
+(:mod:`toolpin.probe.session`; no tool is ever called), and writes one lock entry per server keyed
 by its config name. The entry's ``id`` is computed from the command *as written* (before
 expansion), so it is the same on every machine. Servers start where a client starts them
 (the project directory, or their ``cwd`` relative to it); servers the config disables are
@@ -37,8 +37,8 @@ from toolpin.errors import (
     ProbeError,
     ToolpinError,
 )
-from toolpin.lockfile import LockEntry, read_lock, write_lock
-from toolpin.serverid import server_id
+from toolpin.lockfile.native import LockEntry, read_lock, write_lock
+from toolpin.pins.serverid import server_id
 
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift
@@ -307,7 +307,7 @@ def recorded_capabilities(entry: LockEntry | None) -> tuple[str, ...]:
 def _probe(
     server: ConfiguredServer, argv: Sequence[str], opts: _Options, caps: tuple[str, ...]
 ) -> Snapshot:
-    from toolpin.probe import probe_stdio
+    from toolpin.probe.session import probe_stdio
 
     result = probe_stdio(
         argv,
@@ -467,7 +467,7 @@ def _mutex(lock_path: Path) -> Iterator[None]:
     the lock, so the project folder gets nothing but the lock itself)."""
     import hashlib
 
-    from toolpin.fsutil import ensure_private_dir, locked, toolpin_home
+    from toolpin.util.fs import ensure_private_dir, locked, toolpin_home
 
     key = hashlib.sha256(str(lock_path.absolute()).encode("utf-8", "surrogateescape"))
     try:
@@ -653,8 +653,9 @@ class LockPinSource:
 
     def record_drift(self, snapshot: Snapshot, drift: Drift, *, mid_session: bool) -> None:
         """A lock is read-only; the audit log records the event (best effort)."""
-        from toolpin import audit
-        from toolpin.store import PinStore, change_keys
+        from toolpin.core.drift import change_keys
+        from toolpin.pins import audit
+        from toolpin.pins.store import PinStore
 
         store = PinStore()
         try:

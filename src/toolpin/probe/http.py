@@ -8,7 +8,7 @@ server refuses it (an HTTP 4xx other than 401/403, a JSON-RPC error, an answer t
 JSON-RPC, or no answer within :data:`DISCOVER_TIMEOUT`), the handshake era: ``initialize``,
 the ``Mcp-Session-Id`` it returns, ``notifications/initialized``, then the lists with the
 negotiated ``MCP-Protocol-Version``; the session is deleted at the end. Every page of every
-offered listing is drained with :class:`toolpin.protocol.ListingCollector` (the proxy's
+offered listing is drained with :class:`toolpin.core.wire.ListingCollector` (the proxy's
 and ``toolpin lock``'s code, so hashes agree). No tool is ever called. Bodies are capped
 (:data:`MAX_RESPONSE_BYTES` per answer, :data:`MAX_SESSION_BYTES` per probe) and the whole
 probe has one deadline. Server text never reaches an error message.
@@ -27,11 +27,7 @@ import httpx2
 
 from toolpin import __version__
 from toolpin.core.canonical import parse_json
-from toolpin.crawl.sources import USER_AGENT
-from toolpin.crawl.ssrf import AddressPolicy, GuardedClient, GuardError
-from toolpin.errors import JSONError, ProbeError
-from toolpin.probe import ProbeResult
-from toolpin.protocol import (
+from toolpin.core.wire import (
     LATEST_HANDSHAKE,
     META_CLIENT_CAPS,
     META_CLIENT_INFO,
@@ -44,6 +40,10 @@ from toolpin.protocol import (
     kinds_offered,
     request,
 )
+from toolpin.crawl.sources import USER_AGENT
+from toolpin.errors import JSONError, ProbeError
+from toolpin.probe.session import ProbeResult
+from toolpin.probe.ssrf import AddressPolicy, GuardedClient, GuardError
 
 DEFAULT_TIMEOUT: Final = 20.0
 DISCOVER_TIMEOUT: Final = 10.0
@@ -215,7 +215,7 @@ def probe_http(
     verify: bool = True,
 ) -> ProbeResult:
     """List everything a Streamable HTTP server offers. Raises :class:`ProbeError`
-    (:class:`~toolpin.crawl.ssrf.GuardError` when the guard refuses)."""
+    (:class:`~toolpin.probe.ssrf.GuardError` when the guard refuses)."""
     deadline = time.monotonic() + timeout
     client = GuardedClient(
         policy or AddressPolicy(), timeout=timeout, user_agent=USER_AGENT, verify=verify

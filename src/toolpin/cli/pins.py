@@ -7,17 +7,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from toolpin.cli import cli
 from toolpin.cli._output import echo_lines, stdout_color
 
 if TYPE_CHECKING:
     from toolpin.core.render import Line
     from toolpin.core.snapshot import Snapshot
-    from toolpin.store import PinRecord
+    from toolpin.pins.store import PinRecord
 
 
 def _store() -> Any:
-    from toolpin.store import PinStore
+    from toolpin.pins.store import PinStore
 
     return PinStore()
 
@@ -50,12 +49,12 @@ def _record_json(record: PinRecord, *, full: bool) -> dict[str, Any]:
     return out
 
 
-@cli.command("list")
+@click.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_command(as_json: bool) -> int:
     """List the pinned servers (a change waiting for review is marked)."""
     from toolpin.core.render import Line, visible
-    from toolpin.store import PinRecord
+    from toolpin.pins.store import PinRecord
 
     records = _store().all()
     if as_json:
@@ -87,7 +86,7 @@ def list_command(as_json: bool) -> int:
 
 
 def _load(server_id: str) -> PinRecord:
-    from toolpin.serverid import check_id
+    from toolpin.pins.serverid import check_id
 
     record: PinRecord = _store().require(check_id(server_id))
     return record
@@ -107,7 +106,7 @@ def _snapshot_lines(snap: Snapshot, indent: str = "  ") -> list[Line]:
     return lines
 
 
-@cli.command("show")
+@click.command("show")
 @click.argument("server_id", metavar="ID")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_command(server_id: str, as_json: bool) -> int:
@@ -133,13 +132,13 @@ def show_command(server_id: str, as_json: bool) -> int:
     return 0
 
 
-@cli.command("review")
+@click.command("review")
 @click.argument("server_id", metavar="ID")
 def review_command(server_id: str) -> int:
     """Show the change waiting for review, labelled, with the full diff."""
     from toolpin.core.drift import compare
     from toolpin.core.render import Line, visible
-    from toolpin.core.report import review_lines
+    from toolpin.report.text import review_lines
 
     record = _load(server_id)
     if record.pending is None:
@@ -166,7 +165,7 @@ def review_command(server_id: str) -> int:
     return 0
 
 
-@cli.command("approve")
+@click.command("approve")
 @click.argument("server_id", metavar="ID")
 @click.option(
     "--expect",
@@ -177,18 +176,18 @@ def review_command(server_id: str) -> int:
 def approve_command(server_id: str, expect: str | None) -> int:
     """Accept the change waiting for review: it becomes the pin."""
     from toolpin.core.render import visible
-    from toolpin.serverid import check_id
+    from toolpin.pins.serverid import check_id
 
     record = _store().approve(check_id(server_id), expect=expect)
     click.echo(f"re-pinned {visible(record.label)} at {record.snapshot.surface_hash()[:12]}")
     return 0
 
 
-@cli.command("forget")
+@click.command("forget")
 @click.argument("server_id", metavar="ID")
 def forget_command(server_id: str) -> int:
     """Delete a pin; the server is pinned again on its next start."""
-    from toolpin.serverid import check_id
+    from toolpin.pins.serverid import check_id
 
     sid = check_id(server_id)
     if not _store().forget(sid):
@@ -199,10 +198,10 @@ def forget_command(server_id: str) -> int:
     return 0
 
 
-@cli.command("verify")
+@click.command("verify")
 def verify_command() -> int:
     """Check the local audit log's hash chain."""
-    from toolpin.audit import verify_chain
+    from toolpin.pins.audit import verify_chain
 
     store = _store()
     report = verify_chain(store.audit_path)

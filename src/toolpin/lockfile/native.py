@@ -51,7 +51,7 @@ from toolpin.core.canonical import (
 from toolpin.core.render import visible
 from toolpin.core.snapshot import KINDS, Definition, Identity, Kind, Listing, Snapshot
 from toolpin.errors import InputError, JSONError, ListingError, LockfileError
-from toolpin.fsutil import atomic_write
+from toolpin.util.fs import atomic_write
 
 FORMAT_KEY: Final = "toolpinLock"
 FORMAT_VERSION: Final = 1

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -139,12 +138,12 @@ class ListingCollector:
         kinds: tuple[Kind, ...],
         *,
         meta: Mapping[str, Any] | None = None,
-        id_prefix: str | None = None,
+        id_prefix: str,
         max_pages: int = MAX_PAGES,
     ) -> None:
         self._states = {kind: _KindState(kind) for kind in kinds}
         self._meta = dict(meta) if meta is not None else None
-        self._prefix = id_prefix or f"toolpin-{os.getpid()}-{os.urandom(3).hex()}"
+        self._prefix = id_prefix
         self._counter = 0
         self._pending: dict[str, Kind] = {}
         self._max_pages = max_pages

@@ -1,10 +1,10 @@
 """The local pin store: what this user approved, one file per server.
 
-Layout under :func:`toolpin.fsutil.toolpin_home` (directory 0700, files 0600)::
+Layout under :func:`toolpin.util.fs.toolpin_home` (directory 0700, files 0600)::
 
     pins/<id>.json      the pin, and a pending observation waiting for review
     pins/<id>.lock      the per-server cross-process lock
-    audit.log           the hash-chained audit log (toolpin.audit)
+    audit.log           the hash-chained audit log (toolpin.pins.audit)
 
 A pin file holds the approved snapshot in the lockfile's entry form (readable
 definitions, hashes that verify themselves) plus, after a drift, the observation that was
@@ -24,12 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from toolpin import audit
 from toolpin.core.canonical import parse_json
 from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError, JSONError, LockfileError, StoreError, ToolpinError
-from toolpin.fsutil import atomic_write, ensure_private_dir, locked, toolpin_home
-from toolpin.lockfile import LockEntry, bytes_intact, dumps_with_digest, entry_from_json, entry_json
+from toolpin.lockfile.native import (
+    LockEntry,
+    bytes_intact,
+    dumps_with_digest,
+    entry_from_json,
+    entry_json,
+)
+from toolpin.pins import audit
+from toolpin.util.fs import atomic_write, ensure_private_dir, locked, toolpin_home
 
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift
@@ -60,26 +66,6 @@ class PinRecord:
     pinned_at: str
     snapshot: Snapshot
     pending: Pending | None = None
-
-
-def change_keys(drift: Drift) -> list[dict[str, Any]]:
-    """``[{name, kinds}]`` with label keys only: the part of a drift safe to store or send.
-
-    Names are made visible (escapes for control, bidi and tag characters) and clipped,
-    since a name is the one piece of server text a client is shown.
-    """
-    from toolpin.core.render import clip, visible
-
-    out: list[dict[str, Any]] = [
-        {"name": clip(visible(c.display_name), 128), "kinds": c.label_keys} for c in drift.changes
-    ]
-    if drift.instructions is not None:
-        out.append(
-            {"name": "server instructions", "kinds": [x.key for x in drift.instructions.labels]}
-        )
-    if drift.identity.name_changed:
-        out.append({"name": "server name", "kinds": ["server-name"]})
-    return out
 
 
 class PinStore:
@@ -249,6 +235,8 @@ class PinStore:
         self, server_id: str, observed: Snapshot, drift: Drift, *, mid_session: bool = False
     ) -> None:
         """Store a blocked observation as pending (the approved pin is unchanged)."""
+        from toolpin.core.drift import change_keys  # the drift path only
+
         with self.lock(server_id):
             current = self.load(server_id)
             if current is None:
@@ -352,6 +340,9 @@ class StorePinSource:
     Loading happens at construction, before the server is started, so a corrupt store
     stops the proxy (fail closed) and is never re-pinned.
     """
+
+    match_text = "unchanged"
+    accepts_subset = False
 
     def __init__(self, store: PinStore, server_id: str, label: str) -> None:
         self.store = store

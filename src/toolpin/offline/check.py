@@ -34,16 +34,16 @@ from toolpin.core.canonical import JSONValue, parse_json
 from toolpin.core.drift import Drift, IdentityReport, compare
 from toolpin.core.snapshot import Export, Identity, Kind, snapshot_from_export
 from toolpin.errors import InputError, JSONError, ListingError, LockfileError, StoreError
-from toolpin.fsutil import atomic_write, ensure_private_dir, locked, toolpin_home
-from toolpin.legacy_lock import NOTE as LEGACY_NOTE
-from toolpin.legacy_lock import check_legacy, looks_legacy, read_legacy
-from toolpin.lockfile import (
+from toolpin.lockfile.legacy import NOTE as LEGACY_NOTE
+from toolpin.lockfile.legacy import check_legacy, looks_legacy, read_legacy
+from toolpin.lockfile.native import (
     FORMAT_KEY,
     LockEntry,
     lock_from_json,
     read_bytes,
     write_lock,
 )
+from toolpin.util.fs import atomic_write, ensure_private_dir, locked, toolpin_home
 
 DEFAULT_ENTRY = "default"
 
@@ -224,7 +224,7 @@ def check(
 
     Both files are always verified in full (the listing parsed strictly and hashed, every
     definition of the lock re-hashed), unless this machine already did exactly that for
-    the same bytes and found nothing changed (see :mod:`toolpin.offline` docstring).
+    the same bytes and found nothing changed (see :mod:`toolpin.offline.check` docstring).
     """
     raws = tuple(_read(p) for p in listing_paths)
     try:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import click
 
-from toolpin.cli import cli
 
-
-@cli.command(
+@click.command(
     "run",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
@@ -43,7 +41,7 @@ def run_command(
     Put it before the server command in a client config:
     toolpin run --name files -- npx -y @modelcontextprotocol/server-filesystem /tmp
     """
-    from toolpin.runner import run_proxy
+    from toolpin.proxy.start import run_proxy
 
     argv = list(command)
     if argv and argv[0] != "--" and argv[0].startswith("-"):

@@ -1,6 +1,6 @@
 """``toolpin demo``: pin a server, then watch toolpin block it after it changes its tool.
 
-Two sessions of the bundled :mod:`toolpin.demo_server` run through the real proxy
+Two sessions of the bundled :mod:`toolpin.demo.server` run through the real proxy
 (``python -m toolpin run``), driven the way an MCP client drives it: JSON-RPC lines on its
 pipes. Everything happens in a temporary directory (the pin store included) that is
 deleted afterwards; the user's own pins are untouched. No network, and no tool is called.
@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import toolpin
 from toolpin.core.render import Line, to_text, visible
-from toolpin.demo_server import STATE_ENV
+from toolpin.demo.server import STATE_ENV
 
 LABEL: Final = "demo-server"
 WAIT: Final = 20.0
@@ -161,7 +161,7 @@ def _run(work: Path, echo: Callable[[str], None], color: bool) -> int:
     env[STATE_ENV] = str(work / "server-state")
     if color:
         env["TOOLPIN_COLOR"] = "1"
-    server = [sys.executable, "-m", "toolpin.demo_server"]
+    server = [sys.executable, "-m", "toolpin.demo.server"]
     argv = [sys.executable, "-m", "toolpin", "run", "--name", LABEL, "--", *server]
 
     show(
@@ -170,7 +170,7 @@ def _run(work: Path, echo: Callable[[str], None], color: bool) -> int:
             Line("(a temporary pin store, no network, and no tool is ever called)", "dim"),
             Line(""),
             Line("Session 1: a client connects to the server through toolpin", "header"),
-            Line(f"  $ toolpin run --name {LABEL} -- python -m toolpin.demo_server", "dim"),
+            Line(f"  $ toolpin run --name {LABEL} -- python -m toolpin.demo.server", "dim"),
         ]
     )
     first = _session(argv, env, work, 1)

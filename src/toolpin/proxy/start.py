@@ -18,20 +18,16 @@ an error instead of a silent crash.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 
 from toolpin.errors import ToolpinError
-from toolpin.serverid import default_label, server_id
+from toolpin.pins.serverid import default_label, server_id
+from toolpin.proxy.spawn import kill_unused, spawn_server
 
 TYPE_CHECKING = False  # typing is not imported on the start path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
     from typing import Any
-
-UNVERIFIED_ERROR = -31043
-EXIT_SPAWN = 127
 
 
 def run_proxy(
@@ -45,7 +41,7 @@ def run_proxy(
 ) -> int:
     """Run ``toolpin run`` for ``argv``; returns the exit code.
 
-    ``lock`` makes the team lock entry of this server the pin (:mod:`toolpin.teamlock`);
+    ``lock`` makes the team lock entry of this server the pin (:mod:`toolpin.team.lock`);
     ``only_locked`` refuses a server the lock does not list. Otherwise the local pin store
     is used (trust on first use).
     """
@@ -66,14 +62,14 @@ def run_proxy(
     # Everything below runs while the server boots.
     from pathlib import Path
 
-    from toolpin.console import wants_color
-    from toolpin.proxy import ProxyOptions, run
-    from toolpin.store import PinStore, StorePinSource
+    from toolpin.pins.store import PinStore, StorePinSource
+    from toolpin.proxy.session import ProxyOptions, run
+    from toolpin.util.console import wants_color
 
     try:
         source = StorePinSource(PinStore(Path(home)), sid, label)
     except ToolpinError as exc:
-        _kill(proc)
+        kill_unused(proc)
         return _store_refusal(label, sid, exc.diagnostics())
     options = ProxyOptions(
         label=label,
@@ -110,7 +106,7 @@ def _locked_run(
             f"toolpin did not start {quoted}: --only-locked needs --lock. See the server log.",
             server=sid,
         )
-    from toolpin.teamlock import prepare_locked_run
+    from toolpin.team.lock import prepare_locked_run
 
     try:
         locked = prepare_locked_run(lock, argv, name=name, label=label)
@@ -149,9 +145,9 @@ def _locked_run(
 
 def _run_locked(locked: Any, *, label: str, timeout: float, quiet: bool) -> int:
     """Run the proxy with a team lock entry as the pin (no trust on first use)."""
-    from toolpin.console import wants_color
     from toolpin.core.render import visible
-    from toolpin.proxy import ProxyOptions, run
+    from toolpin.proxy.session import ProxyOptions, run
+    from toolpin.util.console import wants_color
 
     if not quiet:
         for note in locked.notes:
@@ -169,11 +165,11 @@ def _run_locked(locked: Any, *, label: str, timeout: float, quiet: bool) -> int:
 
 
 def _home() -> str:
-    """The store directory, as :func:`toolpin.fsutil.toolpin_home` says, cheaply."""
+    """The store directory, as :func:`toolpin.util.fs.toolpin_home` says, cheaply."""
     override = os.environ.get("TOOLPIN_HOME")
     if override:
         return os.path.expanduser(override)
-    from toolpin.fsutil import toolpin_home
+    from toolpin.util.fs import toolpin_home
 
     return str(toolpin_home())
 
@@ -222,59 +218,6 @@ def _store_refusal(label: str, sid: str, why: str) -> int:
     )
 
 
-def spawn_server(argv: Sequence[str], label: str) -> subprocess.Popen[bytes]:
-    """Start the server (argv, never a shell) with piped stdin/stdout; stderr inherited.
-
-    On Linux the server gets SIGTERM if the proxy dies. A command that cannot be started
-    ends the proxy with exit code 127 (the argv is never printed: it may hold secrets).
-    """
-    kwargs: dict[str, Any] = {}
-    if sys.platform.startswith("linux"):
-        kwargs["preexec_fn"] = _die_with_parent()
-    try:
-        return subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=None,
-            bufsize=0,
-            **kwargs,
-        )
-    except (OSError, ValueError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        from toolpin.core.render import visible
-
-        sys.stderr.write(f"toolpin: cannot start the server {visible(label)}: {why}\n")
-        sys.stderr.flush()
-        raise SystemExit(EXIT_SPAWN) from None
-
-
-def _die_with_parent() -> Callable[[], None]:
-    """A ``preexec_fn`` asking Linux to SIGTERM the server if the proxy dies."""
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):  # pragma: no cover - not glibc/musl
-        return lambda: None
-    pr_set_pdeathsig = 1
-
-    def preexec() -> None:  # pragma: no cover - runs in the child
-        prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-    return preexec
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a server that was started but must not be used (nothing was sent to it)."""
-    for stream in (proc.stdin, proc.stdout):
-        if stream is not None:
-            stream.close()
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-
-
 def refuse(
     label: str,
     why: str,
@@ -292,6 +235,7 @@ def refuse(
     import json
 
     from toolpin.core.render import visible
+    from toolpin.core.wire import UNVERIFIED_ERROR, error_response
 
     sys.stderr.write(f"toolpin: not starting {visible(label)}: {why}\n")
     sys.stderr.flush()
@@ -311,8 +255,7 @@ def refuse(
             except (ValueError, RecursionError):
                 continue
         if isinstance(msg, dict) and "id" in msg and isinstance(msg.get("method"), str):
-            error = {"code": UNVERIFIED_ERROR, "message": client_message, "data": data}
-            reply = {"jsonrpc": "2.0", "id": msg["id"], "error": error}
+            reply = error_response(msg["id"], UNVERIFIED_ERROR, client_message, data)
             try:
                 out.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
                 out.flush()

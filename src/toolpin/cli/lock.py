@@ -8,15 +8,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toolpin.cli import cli
 from toolpin.cli._output import echo_lines, stdout_color
 
 if TYPE_CHECKING:
     from toolpin.core.render import Line
-    from toolpin.teamlock import LockReport
+    from toolpin.team.lock import LockReport
 
 
-@cli.command("lock")
+@click.command("lock")
 @click.option(
     "--config",
     "config",
@@ -72,7 +71,7 @@ def lock_command(
     Starts each server, reads what the model would read (no tool is called), stops it.
     With --check, exits 1 on any difference from the lock (0 when all match).
     """
-    from toolpin import teamlock
+    from toolpin.team import lock as teamlock
 
     def progress(text: str) -> None:
         if sys.stderr.isatty():
@@ -101,7 +100,7 @@ def lock_command(
 
 def _outcome_lines(report: LockReport) -> list[Line]:
     from toolpin.core.render import Line, visible
-    from toolpin.core.report import summary
+    from toolpin.report.text import summary
 
     lines: list[Line] = []
     for outcome in report.outcomes:

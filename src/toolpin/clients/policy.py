@@ -33,7 +33,7 @@ from toolpin import __version__
 from toolpin.clients.documents import Entry, JsonDocument
 from toolpin.clients.wrap import proxy_args, recognise_wrap
 from toolpin.errors import ConfigError, InputError
-from toolpin.fsutil import atomic_write
+from toolpin.util.fs import atomic_write
 
 Product = Literal["claude-code", "copilot", "codex", "cursor"]
 PRODUCTS: tuple[Product, ...] = ("claude-code", "copilot", "codex", "cursor")

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from toolpin.core.canonical import canonical_bytes, normalize, parse_json
 from toolpin.errors import JSONError, StoreError
-from toolpin.fsutil import locked
+from toolpin.util.fs import locked
 
 GENESIS: Final = "0" * 64
 

@@ -42,13 +42,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 from toolpin.core.canonical import parse_json
 from toolpin.core.render import Line, to_text, visible
 from toolpin.core.snapshot import Definition, Identity, Kind, Listing, Snapshot
-from toolpin.errors import JSONError, ListingError, ToolpinError
-from toolpin.protocol import (
+from toolpin.core.wire import (
     DRIFT_ERROR,
     LIST_METHODS,
     UNVERIFIED_ERROR,
@@ -61,9 +60,12 @@ from toolpin.protocol import (
     kinds_offered,
     request,
 )
+from toolpin.errors import JSONError, ListingError, ToolpinError
+from toolpin.proxy.spawn import spawn_server
 
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift
+    from toolpin.pins.source import PinSource
 
 READ_SIZE: Final = 1 << 16
 """Bytes asked of the operating system per read."""
@@ -73,40 +75,9 @@ DEFAULT_TIMEOUT: Final = 30.0
 
 EXIT_DRIFT: Final = 1
 EXIT_UNVERIFIED: Final = 2
-EXIT_SPAWN: Final = 127
 
 REASON_DRIFT: Final = "definitions_changed"
 REASON_UNVERIFIED: Final = "could_not_verify"
-
-
-class PinSource(Protocol):
-    """Where the proxy's pin comes from (the local store, or a team lock)."""
-
-    def pinned(self) -> Snapshot | None:
-        """The approved snapshot, or ``None`` to pin on first use."""
-
-    def pin_first(self, snapshot: Snapshot) -> tuple[Snapshot, bool]:
-        """Pin ``snapshot`` unless another process did first; returns (pin, created)."""
-
-    def record_drift(self, snapshot: Snapshot, drift: Drift, *, mid_session: bool) -> None:
-        """Store the blocked observation for review."""
-
-    def block_message(self, *, mid_session: bool) -> str:
-        """The one-line message sent to the client with -31042."""
-
-    def review_hint(self) -> str:
-        """The command a person runs to review (``toolpin review <id>``)."""
-
-    def advice(self, *, mid_session: bool) -> list[str]:
-        """Closing lines of the stderr block report."""
-
-    def describe_pin(self) -> str:
-        """Where the pin came from, for the stderr report (``pinned <time>``)."""
-
-    # A source may also set ``match_text`` (the word in the stderr note when everything
-    # matches, "unchanged" by default) and ``accepts_subset = True`` (a team lock): a client that is
-    # offered only some of the approved definitions (servers offer less to clients that
-    # declare fewer capabilities) then passes; additions and changes still block.
 
 
 @dataclass
@@ -536,7 +507,11 @@ class Session:
     def _start_collecting(self, capabilities: Any) -> None:
         self.state = VERIFYING
         self._arm_deadline()
-        self._collector = ListingCollector(kinds_offered(capabilities), meta=self._meta)
+        self._collector = ListingCollector(
+            kinds_offered(capabilities),
+            meta=self._meta,
+            id_prefix=f"toolpin-{os.getpid()}-{os.urandom(3).hex()}",
+        )
         for req in self._collector.start():
             self._send(req)
 
@@ -604,7 +579,7 @@ class Session:
         if _same(self._pinned, observed):
             self._note(
                 f"{self.options.label}: {_counts(observed)} "
-                f"{getattr(self.options.source, 'match_text', 'unchanged')} "
+                f"{self.options.source.match_text} "
                 f"({observed.surface_hash()[:12]})"
             )
             self._release()
@@ -625,7 +600,7 @@ class Session:
         self._block(drift, observed, mid_session=False)
 
     def _accepts_subset(self) -> bool:
-        return bool(getattr(self.options.source, "accepts_subset", False))
+        return self.options.source.accepts_subset
 
     def _release(self) -> None:
         self.state = RELEASED
@@ -653,7 +628,7 @@ class Session:
         return json.dumps(visible(self.options.label), ensure_ascii=False)
 
     def _data(self, reason: str, drift: Drift | None = None) -> dict[str, Any]:
-        from toolpin.store import change_keys
+        from toolpin.core.drift import change_keys
 
         return {
             "reason": reason,
@@ -737,7 +712,7 @@ class Session:
         self._enter_blocked(blocked_ids)
 
     def _report(self, drift: Drift, *, mid_session: bool) -> None:
-        from toolpin.core.report import review_lines
+        from toolpin.report.text import review_lines
 
         only_tools = all(c.kind is Kind.TOOL for c in drift.changes) and drift.instructions is None
         what = "TOOL DEFINITIONS" if only_tools and drift.changes else "DEFINITIONS"
@@ -1098,8 +1073,6 @@ class _Relay:
 
     def spawn(self, proc: subprocess.Popen[bytes] | None) -> None:
         if proc is None:
-            from toolpin.runner import spawn_server
-
             proc = spawn_server(self.argv, self.options.label)
         self.proc = proc
         assert proc.stdin is not None
@@ -1174,7 +1147,7 @@ def run(
 ) -> int:
     """Run the proxy until the client hangs up; returns the exit code.
 
-    ``proc`` is the server when it was already started (see :mod:`toolpin.runner`);
+    ``proc`` is the server when it was already started (see :mod:`toolpin.proxy.start`);
     otherwise ``argv`` is spawned here.
     """
     return _Relay(argv, options).run(proc)

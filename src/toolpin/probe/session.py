@@ -1,7 +1,7 @@
 """Start a local MCP server, read everything the model would read, stop it.
 
 Used by ``toolpin lock`` (and the public log's crawler). It speaks the same wire as the
-proxy and drains listings with the proxy's :class:`~toolpin.protocol.ListingCollector`,
+proxy and drains listings with the proxy's :class:`~toolpin.core.wire.ListingCollector`,
 so a lock records exactly the hashes the proxy will compute at connect. It never calls a
 tool. Both protocol eras: ``server/discover`` first (2026-07-28); when the server refuses
 or ignores it, the ``initialize`` handshake.
@@ -31,8 +31,7 @@ from typing import Any, Final
 from toolpin import __version__
 from toolpin.core.canonical import parse_json
 from toolpin.core.snapshot import Identity, Snapshot
-from toolpin.errors import JSONError, ProbeError
-from toolpin.protocol import (
+from toolpin.core.wire import (
     LATEST_HANDSHAKE,
     META_CLIENT_CAPS,
     META_CLIENT_INFO,
@@ -45,6 +44,7 @@ from toolpin.protocol import (
     kinds_offered,
     request,
 )
+from toolpin.errors import JSONError, ProbeError
 
 DEFAULT_TIMEOUT: Final = 60.0
 DISCOVER_TIMEOUT: Final = 10.0
@@ -402,7 +402,7 @@ def _collect(
     return ProbeResult(snapshot=snapshot, era=era, protocol_version=protocol, identity=identity)
 
 
-def main() -> None:  # pragma: no cover - debugging aid: python -m toolpin.probe CMD...
+def main() -> None:  # pragma: no cover - debugging aid: python -m toolpin.probe.session CMD...
     import json
 
     result = probe_stdio(sys.argv[1:])
