@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from teamlock_support import Project, Servers, entry
 
+from toolpin.clients.config import expand, project_dir, read_config
 from toolpin.errors import ConfigError
 from toolpin.pins.serverid import server_id
-from toolpin.team.lock import expand, project_dir, read_config
 
 ENV = {"HOME_DIR": "/home/ada", "EMPTY": "", "TOKEN": "s3cret"}
 

@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -36,6 +35,7 @@ from toolpin.crawl.state import CrawlState, reconcile
 from toolpin.errors import InputError, LogError, StoreError, ToolpinError
 from toolpin.probe.ssrf import AddressPolicy
 from toolpin.publog.note import Signer
+from toolpin.util.clock import utc_now
 
 DEFAULT_CONCURRENCY: Final = 4
 DEFAULT_TIMEOUT: Final = 30.0
@@ -43,10 +43,6 @@ DEFAULT_LOCK_TIMEOUT: Final = 600.0
 STATE_FILE: Final = "crawl-state.sqlite"
 
 Status = Literal["new", "changed", "unchanged", "failed", "skipped"]
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def default_state_path(log_dir: Path) -> Path:

@@ -32,7 +32,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from toolpin import __version__
 from toolpin.crawl.candidates import (
     MAX_NAME_CHARS,
     MAX_TEXT_CHARS,
@@ -44,6 +43,7 @@ from toolpin.crawl.candidates import (
     crawl_id,
 )
 from toolpin.errors import ConfigError, InputError, ToolpinError
+from toolpin.probe.http import USER_AGENT
 
 if TYPE_CHECKING:
     import httpx2
@@ -61,7 +61,6 @@ REGISTRY_PAGE: Final = 100
 REGISTRY_MAX_PAGES: Final = 1000
 GITHUB_PAGES: Final = 3
 MAX_ANSWER_BYTES: Final = 8 << 20
-USER_AGENT: Final = f"toolpin-crawler/{__version__}"
 OFFICIAL_META: Final = "io.modelcontextprotocol.registry/official"
 RUNNABLE_PACKAGES: Final = frozenset({"npm", "pypi"})
 
@@ -174,7 +173,7 @@ def _http_url(value: Any) -> str | None:
 def config_candidates(path: Path, environ: Mapping[str, str]) -> list[Candidate]:
     """The servers of a client-style config file, read as ``toolpin lock`` reads them
     (wrapped entries unwrapped, ``${VAR}`` filled in, disabled entries left out)."""
-    from toolpin.team.lock import expand, read_config
+    from toolpin.clients.config import expand, read_config
 
     config = read_config(path, environ=environ)
     out: list[Candidate] = []

@@ -21,7 +21,6 @@ unreadable record takes the full path.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import hashlib
 import json
 import os
@@ -43,6 +42,7 @@ from toolpin.lockfile.native import (
     read_bytes,
     write_lock,
 )
+from toolpin.util.clock import utc_now
 from toolpin.util.fs import atomic_write, ensure_private_dir, locked, toolpin_home
 
 DEFAULT_ENTRY = "default"
@@ -92,11 +92,6 @@ def _label(value: str | None, flag: str, default: str) -> str:
     return value
 
 
-def now_utc() -> str:
-    """The current UTC time as ``YYYY-MM-DDTHH:MM:SSZ``."""
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def default_source(paths: Sequence[Path]) -> str:
     """The listing path as typed, or its file name when it is absolute (no home paths in locks)."""
     first = paths[0]
@@ -137,7 +132,7 @@ def pin(
         if _same_file(path, lock_path):
             raise InputError("--lock must not be the listing file")
     source_label = _label(source, "--source", default_source(listing_paths))
-    when = _label(pinned_at, "--pinned-at", now_utc())
+    when = _label(pinned_at, "--pinned-at", utc_now())
     listing = load_listing(listing_paths)
     entry = LockEntry(
         snapshot=listing.export.snapshot,

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from toolpin.core.canonical import canonical_bytes, normalize, parse_json
 from toolpin.errors import JSONError, StoreError
+from toolpin.util.clock import utc_now
 from toolpin.util.fs import locked
 
 GENESIS: Final = "0" * 64
@@ -27,10 +28,7 @@ GENESIS: Final = "0" * 64
 
 def now_iso() -> str:
     """UTC time with milliseconds, ``2026-11-30T12:00:00.000Z``."""
-    import datetime as _dt  # only when an event is written
-
-    moment = _dt.datetime.now(_dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return utc_now(millis=True)
 
 
 def _entry_hash(entry: Mapping[str, Any]) -> str:

@@ -40,7 +40,6 @@ from toolpin.core.wire import (
     kinds_offered,
     request,
 )
-from toolpin.crawl.sources import USER_AGENT
 from toolpin.errors import JSONError, ProbeError
 from toolpin.probe.session import ProbeResult
 from toolpin.probe.ssrf import AddressPolicy, GuardedClient, GuardError
@@ -50,6 +49,8 @@ DISCOVER_TIMEOUT: Final = 10.0
 MAX_RESPONSE_BYTES: Final = 8 << 20
 MAX_SESSION_BYTES: Final = 32 << 20
 CLIENT_INFO: Final = {"name": "toolpin-crawler", "version": __version__}
+USER_AGENT: Final = f"toolpin-crawler/{__version__}"
+"""User-Agent of every HTTP request toolpin's probe and crawler send."""
 ACCEPT: Final = "application/json, text/event-stream"
 _FALLBACK_STATUSES: Final = frozenset({400, 404, 405, 406, 409, 415, 422, 501})
 

@@ -106,7 +106,7 @@ def _locked_run(
             f"toolpin did not start {quoted}: --only-locked needs --lock. See the server log.",
             server=sid,
         )
-    from toolpin.team.lock import prepare_locked_run
+    from toolpin.team.run import prepare_locked_run
 
     try:
         locked = prepare_locked_run(lock, argv, name=name, label=label)

@@ -21,31 +21,27 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from toolpin.clients.config import ConfiguredServer, read_config
 from toolpin.core.render import visible
 from toolpin.errors import (
-    ConfigError,
     InputError,
     LockfileError,
     PackageError,
     ProbeError,
-    ToolpinError,
 )
 from toolpin.lockfile.native import LockEntry, read_lock, write_lock
-from toolpin.pins.serverid import server_id
 
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift
     from toolpin.core.snapshot import Snapshot
     from toolpin.packages import PackageRef, ResolvedPackage
 
-DEFAULT_CONFIG: Final = ".mcp.json"
 DEFAULT_LOCK: Final = "toolpin.lock"
 CLIENT_CAPABILITIES: Final = ("elicitation", "roots", "sampling")
 """Client capabilities ``lock`` can declare when it lists a server (``--client-capabilities``).
@@ -53,170 +49,6 @@ Some servers offer more tools to a client that declares them (server-everything 
 ``get-roots-list`` for ``roots``); the lock must list what the team's client is shown."""
 PROBED_WITH: Final = "probedWith"
 """Lock entry member recording the client capabilities the server was listed with."""
-_VAR: Final = re.compile(
-    r"\$\{(?:env:([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}"
-)
-
-
-def expand(text: str, env: Mapping[str, str], predefined: Mapping[str, str] | None = None) -> str:
-    """Fill ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}``; other forms stay literal.
-
-    An unset or empty variable takes the default, or ``""``. ``predefined`` holds the
-    client's own variables (VS Code's ``${workspaceFolder}``), which win over the
-    environment for the ``${NAME}`` form.
-    """
-
-    def one(match: re.Match[str]) -> str:
-        if match.group(2) is not None and predefined and match.group(2) in predefined:
-            return predefined[match.group(2)]
-        name = match.group(1) or match.group(2)
-        value = env.get(name, "")
-        if value == "":
-            return match.group(3) or ""
-        return value
-
-    return _VAR.sub(one, text)
-
-
-@dataclass(frozen=True)
-class ConfiguredServer:
-    """One local server of the config, as written and as it will run."""
-
-    name: str
-    written: tuple[str, ...]
-    """The command as written in the config (what the id is computed from)."""
-    argv: tuple[str, ...]
-    env: Mapping[str, str]
-    cwd: str | None
-
-    @property
-    def server_id(self) -> str:
-        """The id every machine computes from the command as written."""
-        return server_id(self.written)
-
-
-@dataclass(frozen=True)
-class RemoteServer:
-    """A remote (HTTP) server of a config: its URL as written (``${VAR}`` unexpanded)."""
-
-    name: str
-    url: str | None
-    transport: str | None
-    """The entry's ``type`` (``http``, ``sse``, ``streamable-http``...), when given."""
-
-
-@dataclass(frozen=True)
-class Config:
-    """The servers of a config file: local ones, remote ones, and the skipped ones."""
-
-    path: Path
-    servers: tuple[ConfiguredServer, ...]
-    skipped: tuple[tuple[str, str], ...] = ()
-    remotes: tuple[RemoteServer, ...] = ()
-
-    def skip_reason(self, name: str) -> str | None:
-        """Why the config's server ``name`` is not locked, when it is listed but skipped."""
-        return next((why for skipped, why in self.skipped if skipped == name), None)
-
-
-def project_dir(config_path: Path) -> Path:
-    """The directory a client starts the config's servers in.
-
-    The config's own directory, except for ``.vscode/mcp.json`` and ``.cursor/mcp.json``,
-    whose servers start in the workspace folder above.
-    """
-    folder = config_path.absolute().parent
-    if folder.name in (".vscode", ".cursor"):
-        return folder.parent
-    return folder
-
-
-def _disabled(value: object) -> bool:
-    return isinstance(value, dict) and (
-        value.get("disabled") is True or value.get("enabled") is False
-    )
-
-
-def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Config:
-    """Read the servers of a shared MCP config (JSON, JSON with comments, or Codex TOML).
-
-    Servers start in the project directory (:func:`project_dir`); a relative ``cwd`` is
-    taken from there. Remote servers, entries without a usable command and servers the
-    config disables (``"disabled": true``, ``"enabled": false``) are listed as skipped.
-    """
-    from toolpin.clients.documents import JsonDocument, open_document
-    from toolpin.clients.wrap import recognise_wrap
-
-    environ = os.environ if environ is None else environ
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ConfigError(f"no config at {path}", advice="Give one with --config FILE.") from None
-    except IsADirectoryError:
-        raise ConfigError(f"cannot read {path}: it is a directory") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    dialect = "codex" if path.suffix == ".toml" else "auto"
-    try:
-        document = open_document(text, dialect)  # type: ignore[arg-type]
-    except ConfigError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.message}") from None
-    base = project_dir(path)
-    predefined = None
-    if isinstance(document, JsonDocument) and document.dialect == "vscode":
-        predefined = {"workspaceFolder": str(base)}
-    servers: list[ConfiguredServer] = []
-    skipped: list[tuple[str, str]] = []
-    remotes: list[RemoteServer] = []
-    seen: set[str] = set()
-    for entry in document.entries():
-        if entry.name in seen:
-            raise ConfigError(
-                f"{path} lists two servers named {visible(entry.name)!r}",
-                advice="A lock is keyed by server name; give each server its own.",
-            )
-        seen.add(entry.name)
-        if _disabled(entry.value):
-            skipped.append((entry.name, "disabled in the config"))
-            continue
-        if entry.kind == "remote":
-            skipped.append((entry.name, "remote server: the proxy speaks stdio only"))
-            kind = entry.value.get("type") if isinstance(entry.value, dict) else None
-            remotes.append(
-                RemoteServer(entry.name, entry.url, kind if isinstance(kind, str) else None)
-            )
-            continue
-        if entry.kind != "stdio":
-            skipped.append((entry.name, entry.reason or "not a usable server entry"))
-            continue
-        written = tuple(entry.argv)
-        form = recognise_wrap(written)
-        if form is not None:
-            start = form.inner_start
-            if start is None or start >= len(written):
-                skipped.append((entry.name, "wrapped in a form toolpin does not recognise"))
-                continue
-            written = written[start:]
-        env = {k: expand(v, environ, predefined) for k, v in entry.env}
-        cwd_raw = entry.value.get("cwd") if isinstance(entry.value, dict) else None
-        cwd = base
-        if isinstance(cwd_raw, str) and cwd_raw:
-            cwd = base / expand(cwd_raw, environ, predefined)
-        servers.append(
-            ConfiguredServer(
-                name=entry.name,
-                written=written,
-                argv=tuple(expand(a, environ, predefined) for a in written),
-                env=env,
-                cwd=str(cwd),
-            )
-        )
-    if not servers and not skipped:
-        raise ConfigError(f"{path} lists no MCP servers (mcpServers or servers)")
-    return Config(path=path, servers=tuple(servers), skipped=tuple(skipped), remotes=tuple(remotes))
-
-
-# ------------------------------------------------------------------------------ locking
 
 
 @dataclass(frozen=True)
@@ -621,163 +453,3 @@ def _check_package(
 
 
 # ---------------------------------------------------------------------- run --lock
-
-
-class LockPinSource:
-    """The proxy's pin from a team lock entry: no trust on first use, nothing written.
-
-    A client may be offered a subset of the locked definitions (the lock lists servers
-    with every client capability; a client declaring fewer is offered less).
-    """
-
-    accepts_subset = True
-
-    @property
-    def match_text(self) -> str:
-        """Said on stderr when the server matches its entry."""
-        return f"match {self.lock_path.name}"
-
-    def __init__(self, lock_path: Path, entry_name: str, entry: LockEntry, label: str) -> None:
-        self.lock_path = lock_path
-        self.entry_name = entry_name
-        self.entry = entry
-        self.label = label
-
-    def pinned(self) -> Snapshot | None:
-        """The locked snapshot."""
-        return self.entry.snapshot
-
-    def pin_first(self, snapshot: Snapshot) -> tuple[Snapshot, bool]:  # pragma: no cover
-        """Never called: a lock entry always exists."""
-        return self.entry.snapshot, False
-
-    def record_drift(self, snapshot: Snapshot, drift: Drift, *, mid_session: bool) -> None:
-        """A lock is read-only; the audit log records the event (best effort)."""
-        from toolpin.core.drift import change_keys
-        from toolpin.pins import audit
-        from toolpin.pins.store import PinStore
-
-        store = PinStore()
-        try:
-            store.ensure()
-            audit.append(
-                store.audit_path,
-                "drift",
-                {
-                    "server": self.entry.server_id or "",
-                    "label": self.label,
-                    "against": "lockfile",
-                    "observed": snapshot.surface_hash(),
-                    "midSession": mid_session,
-                    "changes": change_keys(drift),
-                },
-            )
-        except (ToolpinError, OSError):
-            pass
-
-    def _quoted(self) -> str:
-        import json
-
-        return json.dumps(visible(self.label), ensure_ascii=False)
-
-    def block_message(self, *, mid_session: bool) -> str:
-        """The -31042 message."""
-        if mid_session:
-            return (
-                f"toolpin blocked {self._quoted()}: a definition changed during this session "
-                f"and differs from {self.lock_path.name}, so the response was not forwarded. "
-                "See what changed with: toolpin lock --check"
-            )
-        return (
-            f"toolpin blocked {self._quoted()}: its definitions differ from the project's "
-            f"{self.lock_path.name}, so nothing was forwarded. See what changed with: "
-            "toolpin lock --check"
-        )
-
-    def review_hint(self) -> str:
-        """The command that shows the difference."""
-        return "toolpin lock --check"
-
-    def advice(self, *, mid_session: bool) -> list[str]:
-        """Closing lines of the stderr report."""
-        return [
-            f"These definitions differ from what the project approved in {self.lock_path.name}.",
-            "If the change is expected, update the lock in a pull request: toolpin lock",
-        ]
-
-    def describe_pin(self) -> str:
-        """Where the pin comes from."""
-        return f"pinned: {self.lock_path} (entry {visible(self.entry_name)})"
-
-
-@dataclass(frozen=True)
-class LockedRun:
-    """How ``run --lock`` starts a server: the pin, and the argv (package held)."""
-
-    source: LockPinSource
-    argv: list[str]
-    notes: tuple[str, ...]
-
-
-def prepare_locked_run(
-    lock_file: str, argv: Sequence[str], *, name: str | None, label: str
-) -> LockedRun | None:
-    """Find the lock entry of ``argv`` (by ``--name`` first, then by command id).
-
-    Returns ``None`` when the lock has no entry for it. Raises :class:`ToolpinError` when
-    the lock is unusable or the command runs another package or version than the lock.
-    """
-    path = Path(lock_file)
-    try:
-        servers = read_lock(path.absolute()).servers
-    except LockfileError as exc:
-        raise LockfileError(
-            f"cannot use the lockfile {path.absolute()}: {exc.message}",
-            advice="A relative --lock path is read from the directory the client starts "
-            "the server in.",
-        ) from None
-    entry_name = None
-    if name is not None and name in servers:
-        entry_name = name
-    else:
-        sid = server_id(argv)
-        entry_name = next((n for n, e in servers.items() if e.server_id == sid), None)
-    if entry_name is None:
-        return None
-    entry = servers[entry_name]
-    run_argv = list(argv)
-    notes: list[str] = []
-    if entry.package is not None:
-        run_argv, note = _hold_package(entry, run_argv)
-        if note:
-            notes.append(note)
-    return LockedRun(
-        LockPinSource(path.absolute(), entry_name, entry, label), run_argv, tuple(notes)
-    )
-
-
-def _hold_package(entry: LockEntry, argv: list[str]) -> tuple[list[str], str | None]:
-    from toolpin.packages import ResolvedPackage, check_plain_version, detect_package, pin_argv
-
-    locked = ResolvedPackage.from_json(entry.package)
-    check_plain_version(locked.ecosystem, locked.version)
-    ref = detect_package(argv)
-    if ref is None or (ref.ecosystem, ref.name) != (locked.ecosystem, locked.name):
-        raise PackageError(
-            f"this server no longer runs {locked.name}, the package the lock approved",
-            advice="Update the lock in a pull request: toolpin lock",
-        )
-    if ref.exact is not None:
-        if ref.exact != locked.version:
-            raise PackageError(
-                f"this server runs {ref.name} {ref.exact}, but the lock approved "
-                f"{locked.version}; update the lock in a pull request (toolpin lock)"
-            )
-        return argv, None
-    pinned = pin_argv(argv, ref, locked.version)
-    if pinned is None:
-        return argv, (
-            f"{ref.name} cannot be held at {locked.version} in this form; "
-            "only its definitions are checked"
-        )
-    return pinned, f"running {ref.name} {locked.version}, the version in the lock"

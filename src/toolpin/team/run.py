@@ -1,0 +1,185 @@
+"""``toolpin run --lock``: the team lock entry of a server as the proxy's pin.
+
+No trust on first use: the entry is the pin, nothing is written, and the locked package
+version runs even when the config asks for the newest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toolpin.core.render import visible
+from toolpin.errors import (
+    LockfileError,
+    PackageError,
+    ToolpinError,
+)
+from toolpin.lockfile.native import LockEntry, read_lock
+from toolpin.pins.serverid import server_id
+
+if TYPE_CHECKING:
+    from toolpin.core.drift import Drift
+    from toolpin.core.snapshot import Snapshot
+
+
+class LockPinSource:
+    """The proxy's pin from a team lock entry: no trust on first use, nothing written.
+
+    A client may be offered a subset of the locked definitions (the lock lists servers
+    with every client capability; a client declaring fewer is offered less).
+    """
+
+    accepts_subset = True
+
+    @property
+    def match_text(self) -> str:
+        """Said on stderr when the server matches its entry."""
+        return f"match {self.lock_path.name}"
+
+    def __init__(self, lock_path: Path, entry_name: str, entry: LockEntry, label: str) -> None:
+        self.lock_path = lock_path
+        self.entry_name = entry_name
+        self.entry = entry
+        self.label = label
+
+    def pinned(self) -> Snapshot | None:
+        """The locked snapshot."""
+        return self.entry.snapshot
+
+    def pin_first(self, snapshot: Snapshot) -> tuple[Snapshot, bool]:  # pragma: no cover
+        """Never called: a lock entry always exists."""
+        return self.entry.snapshot, False
+
+    def record_drift(self, snapshot: Snapshot, drift: Drift, *, mid_session: bool) -> None:
+        """A lock is read-only; the audit log records the event (best effort)."""
+        from toolpin.core.drift import change_keys
+        from toolpin.pins import audit
+        from toolpin.pins.store import PinStore
+
+        store = PinStore()
+        try:
+            store.ensure()
+            audit.append(
+                store.audit_path,
+                "drift",
+                {
+                    "server": self.entry.server_id or "",
+                    "label": self.label,
+                    "against": "lockfile",
+                    "observed": snapshot.surface_hash(),
+                    "midSession": mid_session,
+                    "changes": change_keys(drift),
+                },
+            )
+        except (ToolpinError, OSError):
+            pass
+
+    def _quoted(self) -> str:
+        import json
+
+        return json.dumps(visible(self.label), ensure_ascii=False)
+
+    def block_message(self, *, mid_session: bool) -> str:
+        """The -31042 message."""
+        if mid_session:
+            return (
+                f"toolpin blocked {self._quoted()}: a definition changed during this session "
+                f"and differs from {self.lock_path.name}, so the response was not forwarded. "
+                "See what changed with: toolpin lock --check"
+            )
+        return (
+            f"toolpin blocked {self._quoted()}: its definitions differ from the project's "
+            f"{self.lock_path.name}, so nothing was forwarded. See what changed with: "
+            "toolpin lock --check"
+        )
+
+    def review_hint(self) -> str:
+        """The command that shows the difference."""
+        return "toolpin lock --check"
+
+    def advice(self, *, mid_session: bool) -> list[str]:
+        """Closing lines of the stderr report."""
+        return [
+            f"These definitions differ from what the project approved in {self.lock_path.name}.",
+            "If the change is expected, update the lock in a pull request: toolpin lock",
+        ]
+
+    def describe_pin(self) -> str:
+        """Where the pin comes from."""
+        return f"pinned: {self.lock_path} (entry {visible(self.entry_name)})"
+
+
+@dataclass(frozen=True)
+class LockedRun:
+    """How ``run --lock`` starts a server: the pin, and the argv (package held)."""
+
+    source: LockPinSource
+    argv: list[str]
+    notes: tuple[str, ...]
+
+
+def prepare_locked_run(
+    lock_file: str, argv: Sequence[str], *, name: str | None, label: str
+) -> LockedRun | None:
+    """Find the lock entry of ``argv`` (by ``--name`` first, then by command id).
+
+    Returns ``None`` when the lock has no entry for it. Raises :class:`ToolpinError` when
+    the lock is unusable or the command runs another package or version than the lock.
+    """
+    path = Path(lock_file)
+    try:
+        servers = read_lock(path.absolute()).servers
+    except LockfileError as exc:
+        raise LockfileError(
+            f"cannot use the lockfile {path.absolute()}: {exc.message}",
+            advice="A relative --lock path is read from the directory the client starts "
+            "the server in.",
+        ) from None
+    entry_name = None
+    if name is not None and name in servers:
+        entry_name = name
+    else:
+        sid = server_id(argv)
+        entry_name = next((n for n, e in servers.items() if e.server_id == sid), None)
+    if entry_name is None:
+        return None
+    entry = servers[entry_name]
+    run_argv = list(argv)
+    notes: list[str] = []
+    if entry.package is not None:
+        run_argv, note = _hold_package(entry, run_argv)
+        if note:
+            notes.append(note)
+    return LockedRun(
+        LockPinSource(path.absolute(), entry_name, entry, label), run_argv, tuple(notes)
+    )
+
+
+def _hold_package(entry: LockEntry, argv: list[str]) -> tuple[list[str], str | None]:
+    from toolpin.packages import ResolvedPackage, check_plain_version, detect_package, pin_argv
+
+    locked = ResolvedPackage.from_json(entry.package)
+    check_plain_version(locked.ecosystem, locked.version)
+    ref = detect_package(argv)
+    if ref is None or (ref.ecosystem, ref.name) != (locked.ecosystem, locked.name):
+        raise PackageError(
+            f"this server no longer runs {locked.name}, the package the lock approved",
+            advice="Update the lock in a pull request: toolpin lock",
+        )
+    if ref.exact is not None:
+        if ref.exact != locked.version:
+            raise PackageError(
+                f"this server runs {ref.name} {ref.exact}, but the lock approved "
+                f"{locked.version}; update the lock in a pull request (toolpin lock)"
+            )
+        return argv, None
+    pinned = pin_argv(argv, ref, locked.version)
+    if pinned is None:
+        return argv, (
+            f"{ref.name} cannot be held at {locked.version} in this form; "
+            "only its definitions are checked"
+        )
+    return pinned, f"running {ref.name} {locked.version}, the version in the lock"

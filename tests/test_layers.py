@@ -1,0 +1,196 @@
+"""The package map is enforced: which feature may import which, and no import cycle.
+
+Read from the source with ``ast``, so a lazy import inside a function counts the same as
+one at the top of a module; only imports under ``if TYPE_CHECKING:`` are left out (they
+never run). ``tests/core/test_layers.py`` checks, in addition, that the core does no I/O.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = SRC / "toolpin"
+
+SHARED = {"errors", "__init__"}
+"""What every package may import: the error base and the version."""
+
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "core": set(),
+    "util": set(),
+    "report": {"core"},
+    "lockfile": {"core", "util"},
+    "pins": {"core", "lockfile", "util"},
+    "packages": {"core", "util"},
+    "probe": {"core", "util"},
+    "offline": {"core", "lockfile", "report", "util"},
+    "clients": {"core", "lockfile", "packages", "pins", "util"},
+    "team": {"clients", "core", "lockfile", "packages", "pins", "probe", "report", "util"},
+    "proxy": {"core", "pins", "report", "team", "util", "probe"},
+    "publog": {"core", "util"},
+    "crawl": {"clients", "core", "lockfile", "packages", "probe", "publog", "report", "util"},
+    "site": {"core", "publog", "report", "util", "crawl", "clients"},
+    "lookup": {"core", "pins", "publog", "probe", "report", "util"},
+    "demo": {"core", "util", "proxy", "pins", "report"},
+    "cli": {
+        "clients", "core", "crawl", "demo", "lockfile", "lookup", "offline", "packages",
+        "pins", "probe", "proxy", "publog", "report", "site", "team", "util",
+    },
+    "__main__": {"cli", "proxy"},
+    "__init__": {"core", "offline"},  # the lazy public API
+}  # fmt: skip
+"""Top-level package -> the other top-level packages it may import (besides SHARED)."""
+
+PROXY_COMPOSITION = {"toolpin.proxy.start"}
+"""The one proxy module that builds a pin source (store or team lock) for ``toolpin run``.
+Everything else in ``proxy/`` sees pins only through ``toolpin.pins.source.PinSource``."""
+
+THIRD_PARTY_HOMES = {
+    "click": {"cli"},
+    "rich": {"cli"},
+    "mcp": {"lookup", "proxy"},
+    "jinja2": {"site"},
+}
+"""Heavy third-party imports, and the only packages that may make them."""
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        yield ".".join(parts), path
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and (
+            (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+            or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
+        ):
+            for child in node.body:
+                skip.update(id(n) for n in ast.walk(child))
+    return skip
+
+
+MODULES = dict(_modules())
+
+
+def _imports(module: str, path: Path) -> list[str]:
+    """Every module ``module`` imports at run time (``from a import b`` counts a.b if a
+    module, else a)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _type_checking_nodes(tree)
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = f"{package}.{base}" if base else package
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                out.append(full if full in MODULES else base)
+    return out
+
+
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_module_imports_follow_the_map(module: str) -> None:
+    here = _top(module)
+    assert here in ALLOWED, f"{here} is a new top-level package: add it to the map"
+    for name in GRAPH[module]:
+        root = name.split(".")[0]
+        if root == "toolpin":
+            there = _top(name)
+            if there == here or there in SHARED:
+                continue
+            assert there in ALLOWED[here], f"{module} imports {name} ({here} -> {there})"
+        elif root in THIRD_PARTY_HOMES:
+            assert here in THIRD_PARTY_HOMES[root], f"{module} imports {root}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _top(m) == "proxy"))
+def test_the_proxy_reaches_pins_only_through_the_pin_source(module: str) -> None:
+    if module in PROXY_COMPOSITION:
+        return
+    for name in GRAPH[module]:
+        if _top(name) == "team" or (_top(name) == "pins" and name != "toolpin.pins.source"):
+            pytest.fail(f"{module} imports {name}: talk to the PinSource protocol instead")
+
+
+def test_no_import_cycle() -> None:
+    """Tarjan's strongly connected components over the module graph (lazy imports too).
+
+    A module's own parent packages are left out: importing ``toolpin.a.b`` runs
+    ``toolpin/a/__init__.py`` first, but that is not an edge back unless the package
+    itself imports the module.
+    """
+    edges = {
+        m: {n for n in GRAPH[m] if n in MODULES and n != m and not m.startswith(n + ".")}
+        for m in MODULES
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = 0
+
+    def visit(v: str) -> None:
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(MODULES):
+        if module not in index:
+            visit(module)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_at_most_five_top_level_modules() -> None:
+    modules = sorted(p.name for p in ROOT.glob("*.py"))
+    assert len(modules) <= 5, modules
+
+
+def test_the_map_sees_every_package() -> None:
+    packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+    assert packages <= set(ALLOWED), packages - set(ALLOWED)
+    assert {"core", "pins", "proxy", "probe", "team", "cli"} <= packages
