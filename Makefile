@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench clean install uninstall
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,27 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py
+
+# `make install`: toolpin on PATH from this checkout, in a virtual environment of its own
+# (PREFIX/share/toolpin/venv) with the command linked into PREFIX/bin; needs only Python and
+# the dependencies from the package index. The installed command stays valid when this
+# checkout moves or is deleted (it is not the repository's .venv).
+PREFIX ?= $(HOME)/.local
+TOOL_VENV ?= $(PREFIX)/share/toolpin/venv
+
+install:
+	$(PYTHON) -m venv --clear $(TOOL_VENV)
+	$(TOOL_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TOOL_VENV)/bin/python -m pip install --quiet .
+	mkdir -p $(PREFIX)/bin
+	ln -sf $(TOOL_VENV)/bin/toolpin $(PREFIX)/bin/toolpin
+	@$(PREFIX)/bin/toolpin --version
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) echo "toolpin is on PATH: $(PREFIX)/bin/toolpin";; \
+	  *) echo "installed $(PREFIX)/bin/toolpin; add $(PREFIX)/bin to PATH";; esac
+
+uninstall:
+	rm -f $(PREFIX)/bin/toolpin
+	rm -rf $(PREFIX)/share/toolpin
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,60 @@
+"""A toolpin built and installed as a user would get it: wheel and sdist into a fresh venv."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Built:
+    wheel: Path
+    sdist: Path
+
+
+@dataclass(frozen=True)
+class Installed:
+    bin: Path
+    """The fresh venv's bin directory (its ``toolpin`` and ``python``)."""
+
+    def env(self, **extra: str) -> dict[str, str]:
+        path = f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"
+        base = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+        return {**base, "PATH": path, "VIRTUAL_ENV": str(self.bin.parent), **extra}
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    (wheel,) = out.glob("toolpin-*.whl")
+    (sdist,) = out.glob("toolpin-*.tar.gz")
+    return Built(wheel, sdist)
+
+
+@pytest.fixture(scope="session")
+def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    root = tmp_path_factory.mktemp("venv") / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(root)
+    bin_dir = root / "bin"
+    subprocess.run(
+        [str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(built.wheel)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    yield Installed(bin_dir)

@@ -1,0 +1,89 @@
+"""The pre-commit hooks, run with `pre-commit try-repo` against a temporary repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integrations.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", *args],
+        cwd=cwd, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def _try_repo(project: Path, hook: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    env["PRE_COMMIT_HOME"] = str(project.parent / "pre-commit-home")
+    env["TOOLPIN_HOME"] = str(project.parent / "toolpin-home")
+    cmd = [sys.executable, "-m", "pre_commit", "try-repo", str(REPO), hook, "--all-files"]
+    return subprocess.run(
+        [*cmd, *args], cwd=project, env=env, capture_output=True, text=True, timeout=900
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    _git(project, "init", "-q")
+    shutil.copy(REPO / "examples" / "tools-list.json", project / "tools-list.json")
+    subprocess.run(
+        [sys.executable, "-m", "toolpin", "pin", "--listing", "tools-list.json",
+         "--lock", "tools.lock.json"],
+        cwd=project, check=True, capture_output=True,
+    )  # fmt: skip
+    config = json.loads((REPO / "examples" / "mcp.json").read_text())
+    (project / ".mcp.json").write_text(json.dumps(config))
+    subprocess.run(
+        [sys.executable, "-m", "toolpin", "lock", "--definitions-only"],
+        cwd=project, check=True, capture_output=True, timeout=300,
+        env={**os.environ, "TOOLPIN_HOME": str(tmp_path / "toolpin-home")},
+    )  # fmt: skip
+    _git(project, "add", ".")
+    _git(project, "commit", "-qm", "init")
+    return project
+
+
+def _run_configured(project: Path) -> subprocess.CompletedProcess[str]:
+    head = subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=REPO, text=True).strip()
+    (project / ".pre-commit-config.yaml").write_text(
+        "repos:\n"
+        f"  - repo: {REPO}\n"
+        f"    rev: {head}\n"
+        "    hooks:\n"
+        "      - id: toolpin-check\n"
+        "        args: [--listing, tools-list.json, --lock, tools.lock.json]\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    env["PRE_COMMIT_HOME"] = str(project.parent / "pre-commit-home")
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "toolpin-check", "--all-files"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+
+
+def test_the_lock_check_hook_passes_on_an_unchanged_project(project: Path) -> None:
+    done = _try_repo(project, "toolpin-lock-check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Passed" in done.stdout
+
+
+def test_the_check_hook_passes_then_fails_on_drift(project: Path) -> None:
+    done = _run_configured(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shutil.copy(REPO / "examples" / "tools-list.changed.json", project / "tools-list.json")
+    done = _run_configured(project)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "result: drift" in done.stdout
