@@ -52,7 +52,9 @@ def _runs(step: dict[str, Any], inputs: dict[str, str], failed: bool) -> bool:
     return ok and (always or not failed)
 
 
-def _run_action(project: Path, installed: Installed, **given: str) -> tuple[dict[str, str], list[str]]:
+def _run_action(
+    project: Path, installed: Installed, **given: str
+) -> tuple[dict[str, str], list[str]]:
     inputs = _inputs(**given)
     output = project / "github_output"
     output.write_text("")

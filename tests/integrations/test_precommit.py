@@ -49,7 +49,12 @@ def project(tmp_path: Path) -> Path:
     subprocess.run(
         [sys.executable, "-m", "toolpin", "lock", "--definitions-only"],
         cwd=project, check=True, capture_output=True, timeout=300,
-        env={**os.environ, "TOOLPIN_HOME": str(tmp_path / "toolpin-home")},
+        env={
+            **os.environ,
+            "TOOLPIN_HOME": str(tmp_path / "toolpin-home"),
+            # the example config runs `python3 -m toolpin.demo.server`: this interpreter's
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        },
     )  # fmt: skip
     _git(project, "add", ".")
     _git(project, "commit", "-qm", "init")
