@@ -150,3 +150,18 @@ def test_load_signer_error_never_echoes_the_key(tmp_path: Path) -> None:
     with pytest.raises(LogError) as info:
         load_signer(path)
     assert broken.split("+")[-1][:20] not in info.value.diagnostics()
+
+
+def test_keygen_creates_a_private_parent_folder(tmp_path: Path) -> None:
+    target = tmp_path / "keys" / "nested" / "log.key"
+    vkey = generate_key("example.com/log", target)
+    assert vkey.startswith("example.com/log+")
+    assert target.is_file()
+    assert (target.parent.stat().st_mode & 0o777) == 0o700
+    assert (target.stat().st_mode & 0o777) == 0o600
+
+
+def test_keygen_refuses_a_file_where_a_folder_is_needed(tmp_path: Path) -> None:
+    (tmp_path / "keys").write_text("not a folder")
+    with pytest.raises(LogError, match="is not a directory"):
+        generate_key("example.com/log", tmp_path / "keys" / "log.key")

@@ -37,15 +37,21 @@ def generate_key(origin: str, path: str | Path) -> str:
         )
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise LogError(f"the directory {directory} does not exist")
+    existing = next((p for p in (directory, *directory.absolute().parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise LogError(f"{existing} is not a directory")
     if looks_like_log_dir(directory) or any(
-        looks_like_log_dir(p) for p in directory.resolve().parents
+        looks_like_log_dir(p) for p in directory.absolute().parents if p.is_dir()
     ):
         raise LogError(
             f"refusing to write a private key inside a log directory ({directory})",
             advice="Keep the key outside anything that gets published.",
         )
+    if not directory.is_dir():
+        try:  # a new folder for the key: private, like the key itself
+            directory.mkdir(mode=0o700, parents=True)
+        except OSError as exc:
+            raise LogError(f"cannot create {directory}: {exc.strerror or exc}") from None
     if target.exists() or target.is_symlink():
         raise LogError(f"{target} already exists; refusing to overwrite a key")
     signer = Signer.generate(origin)
