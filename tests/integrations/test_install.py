@@ -15,16 +15,19 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_wheel_holds_the_package_and_its_data(built: Built) -> None:
-    names = zipfile.ZipFile(built.wheel).namelist()
+    with zipfile.ZipFile(built.wheel) as wheel:
+        names = wheel.namelist()
+        entry = next(n for n in names if n.endswith("entry_points.txt"))
+        entry_points = wheel.read(entry).decode()
     assert "toolpin/__main__.py" in names
     assert "toolpin/py.typed" in names
     assert not [n for n in names if n.startswith(("tests/", ".cache/", "bench/"))]
-    entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "toolpin = toolpin.__main__:main" in zipfile.ZipFile(built.wheel).read(entry).decode()
+    assert "toolpin = toolpin.__main__:main" in entry_points
 
 
 def test_the_sdist_holds_sources_tests_and_licence(built: Built) -> None:
-    names = tarfile.open(built.sdist).getnames()
+    with tarfile.open(built.sdist) as sdist:
+        names = sdist.getnames()
     root = names[0].split("/")[0]
     for wanted in ("pyproject.toml", "LICENSE", "README.md", "src/toolpin/__init__.py"):
         assert f"{root}/{wanted}" in names, wanted
