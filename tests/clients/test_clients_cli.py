@@ -109,12 +109,12 @@ def test_wrap_yes_then_again_then_unwrap(home: Path) -> None:
     assert len(list(backups.iterdir())) == 4
     desktop = json.loads((home / ".config/Claude/claude_desktop_config.json").read_text())
     fs = desktop["mcpServers"]["filesystem"]
-    # The launcher is the console script beside the interpreter when toolpin is installed
-    # there (a real install, as in CI), else the one on PATH (this test's stand-in).
-    beside = Path(sys.executable).parent / "toolpin"
-    expected = beside if beside.is_file() else home.parent / "bin" / "toolpin"
-    assert fs["command"] == str(expected.absolute())
-    assert fs["args"][:4] == ["run", "--name", "filesystem", "--"]
+    # The launcher is the user's installed toolpin (this test's stand-in on PATH), never the
+    # checkout's own .venv, which breaks when the checkout moves.
+    assert fs["command"] == str((home.parent / "bin" / "toolpin").absolute())
+    # No "--": the server command's first word ends toolpin's options (the MCP Inspector's
+    # config mode misreads a "--" argument).
+    assert fs["args"][:4] == ["run", "--name", "filesystem", "npx"]
     after_wrap = snapshot(home)
 
     again = run(home, "wrap", "--yes")
@@ -132,7 +132,21 @@ def test_wrap_yes_then_again_then_unwrap(home: Path) -> None:
 def test_launcher_uvx(home: Path) -> None:
     from toolpin import __version__
 
+    # toolpin is not on a package index yet: uvx cannot start it, so the launcher is refused
     proc = run(home, "wrap", "--yes", "--launcher", "uvx", "--config", str(home / ".claude.json"))
+    assert proc.returncode == 2
+    assert "the launcher `" in proc.stderr and "--force" in proc.stderr
+    assert (home / ".claude.json").read_bytes() == (GOLDEN / "claude.json").read_bytes()
+    proc = run(
+        home,
+        "wrap",
+        "--yes",
+        "--force",
+        "--launcher",
+        "uvx",
+        "--config",
+        str(home / ".claude.json"),
+    )
     assert proc.returncode == 0, proc.stderr
     everything = json.loads((home / ".claude.json").read_text())["mcpServers"]["everything"]
     assert Path(everything["command"]).name in ("uvx", "uvx.exe")
@@ -161,7 +175,7 @@ def test_lock_needs_project_and_a_lock(home: Path, tmp_path: Path) -> None:
     ok = run(home, "wrap", "--project", "--lock", "toolpin.lock", "--yes", cwd=project)
     assert ok.returncode == 0, ok.stderr
     shared = json.loads((project / ".mcp.json").read_text())["mcpServers"]["fetch"]
-    assert shared["args"][:6] == ["run", "--name", "fetch", "--lock", "toolpin.lock", "--"]
+    assert shared["args"][:6] == ["run", "--name", "fetch", "--lock", "toolpin.lock", "uvx"]
     user = json.loads((home / ".config/Claude/claude_desktop_config.json").read_text())
     assert "--lock" not in user["mcpServers"]["fetch"]["args"]
 

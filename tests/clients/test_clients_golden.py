@@ -95,7 +95,6 @@ def test_wrap_wrap_unwrap(
             "run",
             "--name",
             server,
-            "--",
         )
     # line endings survive
     if b"\r\n" in original:
@@ -217,7 +216,6 @@ def test_lock_is_added_to_project_wraps(tmp_path: Path) -> None:
         "a",
         "--lock",
         "toolpin.lock",
-        "--",
         "npx",
         "-y",
         "srv@1.0.0",

@@ -34,6 +34,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
             str(out),
             "--launcher",
             "/opt/toolpin/bin/toolpin",
+            "--force",  # the fleet's path; not on this machine
         ],
         catch_exceptions=False,
     )
@@ -218,24 +219,33 @@ def test_empty_or_bad_config(tmp_path: Path) -> None:
         assert message in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_default_launcher_is_uvx_with_this_version(tmp_path: Path) -> None:
-    from toolpin import __version__
-
+def _policy(tmp_path: Path, *extra: str) -> object:
     _register_commands()
-    result = CliRunner().invoke(
-        cli,
-        [
-            "policy",
-            "claude-code",
-            "--config",
-            str(GOLDEN / "approved.json"),
-            "--lock",
-            LOCK,
-            "--out",
-            str(tmp_path),
-        ],
-    )
-    assert result.exit_code == 0, result.output
+    args = ["policy", "claude-code", "--config", str(GOLDEN / "approved.json")]
+    return CliRunner().invoke(cli, [*args, "--lock", LOCK, "--out", str(tmp_path), *extra])
+
+
+def test_default_launcher_is_the_installed_toolpin(tmp_path: Path) -> None:
+    from toolpin.clients.wrap import installed_launcher
+
+    result = _policy(tmp_path)
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    managed = json.loads((tmp_path / "claude-code" / "managed-mcp.json").read_text())
+    github = managed["mcpServers"]["github"]
+    assert [github["command"], github["args"][0]] == [installed_launcher().argv[0], "run"]
+    assert Path(github["command"]).is_absolute()
+
+
+def test_a_launcher_that_does_not_start_is_refused(tmp_path: Path) -> None:
+    from toolpin import __version__
+    from toolpin.errors import ConfigError
+
+    result = _policy(tmp_path, "--launcher", "uvx")  # toolpin is not on a package index yet
+    assert isinstance(result.exception, ConfigError)  # type: ignore[attr-defined]
+    assert "does not start" in str(result.exception)  # type: ignore[attr-defined]
+    assert not (tmp_path / "claude-code").exists()
+    result = _policy(tmp_path, "--launcher", "uvx", "--force")
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
     managed = json.loads((tmp_path / "claude-code" / "managed-mcp.json").read_text())
     github = managed["mcpServers"]["github"]
     assert [github["command"], *github["args"][:2]] == ["uvx", f"toolpin@{__version__}", "run"]

@@ -29,12 +29,20 @@ PRODUCT_CHOICES = ("claude-code", "copilot", "codex", "cursor", "all")
 )
 @click.option(
     "--launcher",
-    default="uvx",
+    default="path",
     show_default=True,
-    metavar="uvx|toolpin|PATH",
-    help="How machines start toolpin: uvx toolpin@<version>, toolpin on PATH, or a path.",
+    metavar="path|uvx|toolpin|PATH",
+    help=(
+        "How machines start toolpin: this machine's installed toolpin by its absolute path, "
+        "uvx toolpin@<version> (once published), toolpin on PATH, or a path."
+    ),
 )
-def policy_command(product: str, config: str, lock: str, out: str, launcher: str) -> int:
+@click.option(
+    "--force", is_flag=True, help="Write the launcher even if `LAUNCHER --version` fails here."
+)
+def policy_command(
+    product: str, config: str, lock: str, out: str, launcher: str, force: bool
+) -> int:
     """Write admin files that allow only the approved servers, each behind the proxy.
 
     Every approved local server runs as `toolpin run --lock ABS --only-locked`; remote
@@ -54,10 +62,16 @@ def policy_command(product: str, config: str, lock: str, out: str, launcher: str
         reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else exc.strerror
         raise InputError(f"cannot read {config} ({reason})") from None
     servers, notes = policy.read_approved(text)
-    if launcher == "uvx":
-        argv0: tuple[str, ...] = policy.default_launcher()
+    from toolpin.clients.wrap import check_launcher, installed_launcher
+
+    if launcher == "path":
+        argv0: tuple[str, ...] = installed_launcher().argv
+    elif launcher == "uvx":
+        argv0 = policy.default_launcher()
     else:
         argv0 = (launcher,)
+    if not force:
+        check_launcher(argv0)
     products = policy.PRODUCTS if product == "all" else (product,)
     outputs = [
         policy.build(p, servers, lock=lock, launcher=argv0, notes=notes)  # type: ignore[arg-type]

@@ -105,7 +105,10 @@ def _nothing_found(plan: Plan, command: str) -> bool:
     default="path",
     show_default=True,
     type=click.Choice(["path", "uvx"]),
-    help="Start toolpin by its absolute path, or with uvx toolpin@<version>.",
+    help="Start toolpin by its absolute path, or with uvx toolpin@<version> (once published).",
+)
+@click.option(
+    "--force", is_flag=True, help="Write the launcher even if `LAUNCHER --version` fails."
 )
 def wrap_command(
     yes: bool,
@@ -114,6 +117,7 @@ def wrap_command(
     project: bool,
     lock: str | None,
     launcher: str,
+    force: bool,
 ) -> int:
     """Put the toolpin proxy in front of every local MCP server of every known client.
 
@@ -124,6 +128,7 @@ def wrap_command(
 
     from toolpin.clients.wrap import (
         apply,
+        check_launcher,
         check_lock_file,
         installed_launcher,
         plan_wrap,
@@ -136,6 +141,10 @@ def wrap_command(
     if lock:
         held = check_lock_file(lock, Path.cwd())  # before anything is planned or written
     chosen = uvx_launcher() if launcher == "uvx" else installed_launcher()
+    if not force:
+        check_launcher(chosen.argv)
+    if chosen.note:
+        click.echo(f"note: {chosen.note}", err=True)
     plan = plan_wrap(_locations(configs, project), launcher=chosen, lock=lock, held=held)
     if _nothing_found(plan, "wrap"):
         return 0
@@ -158,7 +167,9 @@ def wrap_command(
     click.echo("Restart those apps so they load the change.")
     click.echo(
         "If an app asks to allow a command, the wrapped command is: "
-        f"{' '.join(chosen.argv)} run --name <server> -- <original command>"
+        f"{' '.join(chosen.argv)} run --name <server>"
+        + (f" --lock {lock}" if lock else "")
+        + " <original command>"
     )
     click.echo("Undo any time with: toolpin unwrap")
     return unreadable

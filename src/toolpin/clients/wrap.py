@@ -26,11 +26,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from toolpin import __version__
 from toolpin.clients.documents import ConfigDocument, Entry, open_document
 from toolpin.clients.locations import ConfigLocation
+from toolpin.core.render import visible
 from toolpin.errors import ConfigError, PackageError
 from toolpin.packages.spec import detect_package, runner_name
 from toolpin.util.fs import atomic_write, ensure_private_dir, locked, toolpin_home
@@ -51,36 +52,74 @@ class Launcher:
     """The argv that starts toolpin: ``(/abs/toolpin,)`` or ``(uvx, toolpin@<version>)``."""
 
     argv: tuple[str, ...]
+    note: str | None = None
+    """Said with the plan, e.g. when the command lives in a checkout's ``.venv``."""
 
     def command_line(self, name: str, inner: Sequence[str], lock: str | None = None) -> list[str]:
         """The full wrapped argv for a server ``name`` running ``inner``."""
-        return [*self.argv, *proxy_args(name, lock), *inner]
+        return [*self.argv, *proxy_args(name, lock, first=inner[0] if inner else None), *inner]
 
 
-def proxy_args(name: str, lock: str | None = None, *, only_locked: bool = False) -> list[str]:
-    """``run --name <name> [--lock F [--only-locked]] --``."""
+def proxy_args(
+    name: str, lock: str | None = None, *, only_locked: bool = False, first: str | None = None
+) -> list[str]:
+    """``run --name <name> [--lock F [--only-locked]]``, then ``--`` unless not needed.
+
+    ``first`` is the server command's first word. toolpin's options end at the first word
+    that is not an option, so ``--`` is left out when that word cannot be read as one: some
+    clients (the MCP Inspector's config mode) drop or misread a ``--`` argument.
+    """
     flags = ["--lock", lock] if lock else []
     if lock and only_locked:
         flags.append("--only-locked")
-    return ["run", "--name", name, *flags, "--"]
+    separator = [] if first and not first.startswith("-") else ["--"]
+    return ["run", "--name", name, *flags, *separator]
+
+
+RUN_VALUE_OPTIONS: Final = frozenset(
+    {"--name", "--timeout", "--lock", "--url", "--header", "--transport"}
+)
+"""Options of ``toolpin run`` that take a value (the click-free parser in ``__main__``)."""
+RUN_FLAGS: Final = frozenset({"--quiet", "--only-locked"})
+
+
+def _is_checkout_venv(command: Path) -> bool:
+    """True when ``command`` lives in a project's own virtual environment (``.venv`` next
+    to a ``pyproject.toml`` or ``.git``): it breaks when that checkout moves or goes."""
+    for parent in command.parents:
+        if (parent / "pyvenv.cfg").is_file():
+            project = parent.parent
+            return (project / "pyproject.toml").exists() or (project / ".git").exists()
+    return False
 
 
 def installed_launcher() -> Launcher:
-    """The installed ``toolpin`` console script, as an absolute path.
+    """The installed ``toolpin`` command, as an absolute path.
 
-    GUI clients do not inherit the shell's PATH, so a bare ``toolpin`` may not start
-    from them. Looks next to ``sys.executable`` first, then on PATH.
+    GUI clients do not inherit the shell's PATH, so a bare ``toolpin`` may not start from
+    them. Prefers the user's installed tool (``make install``, ``pipx``, ``uv tool``: on
+    PATH or beside this interpreter) over a checkout's ``.venv``, which breaks when the
+    checkout moves; falls back to the latter with a note.
     """
     script = "toolpin.exe" if os.name == "nt" else "toolpin"
     beside = Path(sys.executable).parent / script
-    if beside.is_file():
-        return Launcher((str(beside.absolute()),))
-    found = shutil.which("toolpin")
-    if found:
-        return Launcher((str(Path(found).absolute()),))
+    found = shutil.which(script)
+    candidates = [Path(c).absolute() for c in (found, beside) if c and Path(c).is_file()]
+    for candidate in candidates:
+        if not _is_checkout_venv(candidate):
+            return Launcher((str(candidate),))
+    if candidates:
+        return Launcher(
+            (str(candidates[-1]),),
+            note=(
+                f"toolpin runs from a checkout's virtual environment ({candidates[-1]}); "
+                "wrapped entries stop starting if it moves. `make install` puts a stable "
+                "toolpin on PATH."
+            ),
+        )
     raise ConfigError(
         "cannot find the installed toolpin command",
-        advice="Install toolpin (pipx install toolpin), or use --launcher uvx.",
+        advice="Install toolpin from its checkout with `make install`, then run this again.",
     )
 
 
@@ -88,6 +127,45 @@ def uvx_launcher(version: str = __version__) -> Launcher:
     """``uvx toolpin@<version>`` (uvx's exact-version syntax); uvx by absolute path if found."""
     uvx = shutil.which("uvx")
     return Launcher((str(Path(uvx).absolute()) if uvx else "uvx", f"toolpin@{version}"))
+
+
+def check_launcher(argv: Sequence[str], *, timeout: float = 60.0) -> None:
+    """Refuse a launcher that does not start: ``LAUNCHER --version`` must print toolpin's.
+
+    A client on an entry whose command cannot start shows only "Connection closed", so
+    this is checked before anything is written (``--force`` skips it).
+    """
+    import subprocess
+
+    shown = " ".join(argv)
+    try:
+        done = subprocess.run(
+            [*argv, "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise ConfigError(
+            f"the launcher `{visible(shown)}` does not start: command not found",
+            advice="Choose another --launcher, or pass --force to write it anyway.",
+        ) from None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        why = "no answer in time" if isinstance(exc, subprocess.TimeoutExpired) else str(exc)
+        raise ConfigError(
+            f"the launcher `{visible(shown)}` does not start: {visible(why)}",
+            advice="Choose another --launcher, or pass --force to write it anyway.",
+        ) from None
+    if done.returncode != 0 or not done.stdout.startswith(b"toolpin"):
+        raise ConfigError(
+            f"the launcher `{visible(shown)}` does not start toolpin "
+            f"(`{visible(shown)} --version` exited {done.returncode})",
+            advice=(
+                "toolpin is not published on a package index yet: install it with "
+                "`make install` and use the default launcher, or pass --force."
+            ),
+        )
 
 
 # ---- recognising wrapped entries -----------------------------------------------------
@@ -99,12 +177,12 @@ class WrappedForm:
 
     by: Literal["toolpin", "mcp-pin"]
     run_index: int
-    dashdash: int | None
+    options_end: int | None
+    """Where the proxy's own options end: the ``--``, or the server command's first word
+    (``None`` when the form cannot be read)."""
+    inner_start: int | None
+    """Where the server's own command starts."""
     flags: tuple[str, ...]
-
-    @property
-    def inner_start(self) -> int | None:
-        return None if self.dashdash is None else self.dashdash + 1
 
     def flag_value(self, flag: str) -> str | None:
         for i, arg in enumerate(self.flags):
@@ -113,6 +191,27 @@ class WrappedForm:
             if arg.startswith(flag + "="):
                 return arg.split("=", 1)[1]
         return None
+
+
+def _toolpin_options_end(argv: Sequence[str], start: int) -> tuple[int | None, int | None]:
+    """``(options_end, inner_start)`` of ``toolpin run`` options from ``argv[start]``,
+    read as toolpin's own parser does: ``--`` ends them, else the first word that is not
+    an option."""
+    i = start
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return i, i + 1
+        name = arg.partition("=")[0]
+        if name in RUN_VALUE_OPTIONS:
+            i += 1 if "=" in arg else 2
+        elif arg in RUN_FLAGS:
+            i += 1
+        elif arg.startswith("-"):
+            return None, None  # an option toolpin does not know: not a form we can read
+        else:
+            return i, i
+    return None, None
 
 
 def recognise_wrap(argv: Sequence[str]) -> WrappedForm | None:
@@ -145,9 +244,14 @@ def recognise_wrap(argv: Sequence[str]) -> WrappedForm | None:
             )
     if run_index is None:
         return None
-    dashdash = next((i for i in range(run_index + 1, len(argv)) if argv[i] == "--"), None)
-    end = dashdash if dashdash is not None else len(argv)
-    return WrappedForm(by, run_index, dashdash, tuple(argv[run_index + 1 : end]))
+    if by == "toolpin":
+        options_end, inner_start = _toolpin_options_end(argv, run_index + 1)
+    else:
+        dashdash = next((i for i in range(run_index + 1, len(argv)) if argv[i] == "--"), None)
+        options_end = dashdash
+        inner_start = None if dashdash is None else dashdash + 1
+    end = options_end if options_end is not None else len(argv)
+    return WrappedForm(by, run_index, options_end, inner_start, tuple(argv[run_index + 1 : end]))
 
 
 def package_warning(argv: Sequence[str]) -> str | None:
@@ -308,11 +412,12 @@ def _wrap_entry(
     if form is not None:
         inner = entry.argv[form.inner_start :] if form.inner_start else ()
         warning = package_warning(inner)
-        if lock and form.flag_value("--lock") is None and form.dashdash is not None:
-            doc.insert_args(entry, form.dashdash, ["--lock", lock])
+        if lock and form.flag_value("--lock") is None and form.options_end is not None:
+            doc.insert_args(entry, form.options_end, ["--lock", lock])
             return EntryPlan(entry.name, entry.scope, "add-lock", None, warning), False
         return EntryPlan(entry.name, entry.scope, "skip", "already protected", warning), False
-    prefix = [*launcher.argv, *proxy_args(entry.name, lock)]
+    first = entry.argv[0] if entry.argv else None
+    prefix = [*launcher.argv, *proxy_args(entry.name, lock, first=first)]
     doc.wrap(entry, prefix)
     return EntryPlan(
         entry.name, entry.scope, "protect", None, package_warning(entry.argv)
@@ -472,6 +577,7 @@ __all__ = [
     "WrappedForm",
     "Written",
     "apply",
+    "check_launcher",
     "check_lock_file",
     "installed_launcher",
     "package_warning",
