@@ -194,7 +194,8 @@ def test_unwrap_strips_foreign_wraps(tmp_path: Path) -> None:
     assert "mcp-pin" in (again.files[0].entries[0].note or "")
 
 
-def test_lock_is_added_to_project_wraps(tmp_path: Path) -> None:
+def test_lock_is_added_to_project_wraps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # --lock is given relative to where wrap runs
     config = tmp_path / ".mcp.json"
     original = (
         '{\n  "mcpServers": {\n    "a": {"command": "npx", "args": ["-y", "srv@1.0.0"]}\n  }\n}\n'

@@ -377,11 +377,12 @@ def plan_wrap(
         if isinstance(doc, FilePlan):
             files.append(doc)
             continue
-        file_lock = lock if location.project else None
+        file_lock = project_lock_arg(location, lock) if location.project and lock else None
+        file_launcher = PROJECT_LAUNCHER if location.project else launcher
         plans: list[EntryPlan] = []
         journal_add: list[str] = []
         for entry in doc.entries():
-            plan, added = _wrap_entry(doc, entry, launcher, file_lock)
+            plan, added = _wrap_entry(doc, entry, file_launcher, file_lock)
             if file_lock is not None and entry.name in held and plan.warning is not None:
                 plan = replace(plan, warning=None)
             plans.append(plan)
@@ -390,6 +391,39 @@ def plan_wrap(
         after = doc.text().encode("utf-8")
         files.append(FilePlan(location, path, tuple(plans), data, after, None, tuple(journal_add)))
     return Plan("wrap", tuple(files), searched)
+
+
+PROJECT_LAUNCHER: Final = Launcher(("toolpin",))
+"""Project files are committed and start on every teammate's machine: toolpin from PATH."""
+
+WORKSPACE_VARIABLE: Final = {
+    "project (VS Code)": "${workspaceFolder}",
+    "project (Cursor)": "${workspaceFolder}",
+}
+"""Clients whose project config expands a variable naming the project folder."""
+
+
+def project_dir_of(location: ConfigLocation) -> Path:
+    """The project folder of a shared config (``.mcp.json``'s, or ``.vscode/``'s parent)."""
+    path = Path(location.path)
+    return path.parent.parent if path.parent.name in (".vscode", ".cursor") else path.parent
+
+
+def project_lock_arg(location: ConfigLocation, lock: str) -> str:
+    """The ``--lock`` value a committed config carries: the lock relative to the project,
+    in the client's own variable for the project folder where it has one (VS Code and
+    Cursor ``${workspaceFolder}``), else as a relative path that ``toolpin run`` looks up
+    from the server's folder up to the project's root (:func:`toolpin.team.run.find_lock`).
+    """
+    project = project_dir_of(location).absolute()
+    given = Path(lock)
+    absolute = given if given.is_absolute() else Path.cwd() / given
+    try:
+        relative = absolute.resolve().relative_to(project.resolve()).as_posix()
+    except ValueError:
+        return str(absolute)  # outside the project: only an absolute path can name it
+    variable = WORKSPACE_VARIABLE.get(location.client)
+    return f"{variable}/{relative}" if variable else relative
 
 
 def _wrap_entry(

@@ -121,6 +121,27 @@ class LockedRun:
     notes: tuple[str, ...]
 
 
+def find_lock(lock_file: str, start: Path | None = None) -> Path:
+    """Where a ``--lock`` path points. A relative path is looked up from ``start`` (the
+    folder the client started the server in), then in each parent folder up to and
+    including the first one holding ``.git`` (a project's root), the way git finds its
+    folder: a committed config names the lock relative to the project, and clients start
+    servers from the project folder or one below it. Never crosses a project's root, so a
+    lock outside the project is never picked up. Returns the path at ``start`` when none
+    is found (the caller reports it as missing)."""
+    path = Path(lock_file)
+    here = (start or Path.cwd()).absolute()
+    if path.is_absolute():
+        return path
+    for folder in (here, *here.parents):
+        candidate = folder / path
+        if candidate.is_file():
+            return candidate
+        if (folder / ".git").exists():
+            break
+    return here / path
+
+
 def prepare_locked_run(
     lock_file: str, argv: Sequence[str], *, name: str | None, label: str
 ) -> LockedRun | None:
@@ -129,14 +150,14 @@ def prepare_locked_run(
     Returns ``None`` when the lock has no entry for it. Raises :class:`ToolpinError` when
     the lock is unusable or the command runs another package or version than the lock.
     """
-    path = Path(lock_file)
+    path = find_lock(lock_file)
     try:
         servers = read_lock(path.absolute()).servers
     except LockfileError as exc:
         raise LockfileError(
             f"cannot use the lockfile {path.absolute()}: {exc.message}",
-            advice="A relative --lock path is read from the directory the client starts "
-            "the server in.",
+            advice="A relative --lock path is looked up from the folder the client starts "
+            "the server in, then its parent folders up to the project's root (.git).",
         ) from None
     entry_name = None
     if name is not None and name in servers:
