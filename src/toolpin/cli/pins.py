@@ -136,31 +136,23 @@ def show_command(server_id: str, as_json: bool) -> int:
 @click.argument("server_id", metavar="ID")
 def review_command(server_id: str) -> int:
     """Show the change waiting for review, labelled, with the full diff."""
-    from toolpin.core.drift import compare
-    from toolpin.core.render import Line, visible
-    from toolpin.report.text import review_lines
+    from toolpin.core.render import visible
+    from toolpin.report.review import pending_review
 
     record = _load(server_id)
     if record.pending is None:
         click.echo(f"nothing pending for {visible(record.label)}")
         return 0
-    drift = compare(record.snapshot, record.pending.snapshot)
-    lines = [
-        Line(visible(record.label), "header"),
-        Line(f"approved  {record.pinned_at}"),
-        Line(
-            f"observed  {record.pending.observed_at}"
-            + ("  (during a session)" if record.pending.mid_session else "")
-        ),
-        Line(""),
-        *review_lines(drift),
-        Line(""),
-        Line(
-            "If you accept this change:  "
-            f"toolpin approve {record.id} --expect {record.pending.digest[:16]}"
-        ),
-        Line("Otherwise, do nothing and the pin stands."),
-    ]
+    lines = pending_review(
+        label=record.label,
+        server_id=record.id,
+        pinned_at=record.pinned_at,
+        observed_at=record.pending.observed_at,
+        mid_session=record.pending.mid_session,
+        digest=record.pending.digest,
+        pinned=record.snapshot,
+        observed=record.pending.snapshot,
+    )
     echo_lines(lines, color=stdout_color())
     return 0
 

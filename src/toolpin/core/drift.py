@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from toolpin.core import labels as lab
 from toolpin.core.canonical import JSONValue, canonical_json
@@ -22,6 +22,9 @@ from toolpin.core.labels import Label
 from toolpin.core.render import clip, visible
 from toolpin.core.schemadiff import SchemaFinding, diff_schema
 from toolpin.core.snapshot import KINDS, Definition, Identity, Kind, Listing, Snapshot
+
+Status = Literal["added", "removed", "changed"]
+"""What happened to a definition (or a member, or the whole outputSchema)."""
 
 ADDED: Final = "added"
 REMOVED: Final = "removed"
@@ -44,7 +47,7 @@ class MemberChange:
     """
 
     member: str
-    change: str
+    change: Status
     detail: str = ""
 
 
@@ -54,13 +57,13 @@ class ItemChange:
 
     kind: Kind
     key: str
-    status: str
+    status: Status
     old: Definition | None = None
     new: Definition | None = None
     description_diff: tuple[str, ...] = ()
     input_findings: tuple[SchemaFinding, ...] = ()
     output_findings: tuple[SchemaFinding, ...] = ()
-    output_event: str | None = None
+    output_event: Literal["added", "removed"] | None = None
     """``"added"`` / ``"removed"`` when the whole outputSchema appeared or disappeared."""
     annotations_changed: bool = False
     members: tuple[MemberChange, ...] = ()
@@ -175,7 +178,7 @@ class Drift:
         """No definition, instruction or server-name change."""
         return not self.changes and self.instructions is None and not self.identity.name_changed
 
-    def of_kind(self, kind: Kind, status: str | None = None) -> list[ItemChange]:
+    def of_kind(self, kind: Kind, status: Status | None = None) -> list[ItemChange]:
         """Changes of one kind, optionally of one status."""
         return [
             c for c in self.changes if c.kind is kind and (status is None or c.status == status)
@@ -327,7 +330,7 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
     desc = description_diff(a.get("description"), b.get("description"))
     input_findings: tuple[SchemaFinding, ...] = ()
     output_findings: tuple[SchemaFinding, ...] = ()
-    output_event = None
+    output_event: Literal["added", "removed"] | None = None
     annotations_changed = False
     members: list[MemberChange] = []
     fields_added: list[str] = []

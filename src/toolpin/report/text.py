@@ -45,12 +45,21 @@ def _item_diff(change: ItemChange) -> list[Line]:
     return lines
 
 
-def change_details(change: ItemChange) -> list[tuple[str, str | None]]:
-    """Schema findings and member changes of a changed item, as (text, style) pairs."""
-    out: list[tuple[str, str | None]] = [
+def change_details(change: ItemChange, *, headed: bool = False) -> list[tuple[str, str | None]]:
+    """Schema findings and member changes of a changed item, as (text, style) pairs.
+
+    With ``headed`` the input and output findings each follow a ``schema:`` /
+    ``output schema:`` heading (``toolpin check``'s layout).
+    """
+    out: list[tuple[str, str | None]] = []
+    if headed and change.input_findings:
+        out.append(("schema:", None))
+    out.extend(
         (visible(finding_line(finding)), "medium" if finding.widened else None)
         for finding in change.input_findings
-    ]
+    )
+    if headed and (change.output_event or change.output_findings):
+        out.append(("output schema:", None))
     if change.output_event == ADDED:
         out.append(("output changed: outputSchema added (not present in the pin)", None))
     elif change.output_event == REMOVED:
