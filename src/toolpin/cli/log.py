@@ -29,13 +29,13 @@ def log_group() -> None:
 
 
 def _read_text(path: str, what: str) -> str:
+    from toolpin.util.fs import read_input
+
+    data = read_input(path, what=f"{what} {path}", missing=f"{what} {path} does not exist")
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{what} {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-        raise InputError(f"{what} {path} cannot be read ({reason})") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{what} {path} cannot be read (not UTF-8 text)") from None
 
 
 def _vkey_text(value: str) -> str:
@@ -167,11 +167,9 @@ def verify_proof_cmd(
     verifier = _verifier(vkey)
     text = _read_text(proof_file, "the proof file")
     if entry_file is not None:
-        try:
-            entry = Path(entry_file).read_bytes()
-        except OSError as exc:
-            reason = exc.strerror
-            raise InputError(f"the entry file {entry_file} cannot be read ({reason})") from None
+        from toolpin.util.fs import read_input
+
+        entry = read_input(entry_file, what=f"the entry file {entry_file}")
     else:
         assert log_dir is not None
         try:
