@@ -6,7 +6,6 @@ inside each command.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -100,9 +99,11 @@ def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
     verifier = _verifier(vkey)
     result = verify_log(log_dir, verifier, since_text)
     if as_json:
+        from toolpin.core.render import safe_json
+
         cp = result.checkpoint
         click.echo(
-            json.dumps(
+            safe_json(
                 {
                     "ok": result.ok,
                     "exit_code": result.exit_code,
@@ -113,8 +114,7 @@ def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
                     "entries_checked": result.entries,
                     "blobs_checked": result.blobs,
                     "since_size": result.since_size,
-                },
-                indent=2,
+                }
             )
         )
         return result.exit_code

@@ -58,7 +58,9 @@ def pin(
         _paths(listings), Path(lock), source=source, pinned_at=pinned_at, entry_name=entry
     )
     if as_json:
-        click.echo(json.dumps(pin_json(result, lock), indent=2, sort_keys=True))
+        from toolpin.core.render import safe_json
+
+        click.echo(safe_json(pin_json(result, lock), sort_keys=True, ensure_ascii=True))
     else:
         echo_lines(pin_text(result, lock), color=stdout_color())
     if result.partial:
@@ -100,7 +102,9 @@ def check(
 
             raise InputError(f"cannot write {sarif}: {exc.strerror or exc}") from None
     if as_json:
-        click.echo(json.dumps(check_json(result), indent=2, sort_keys=True))
+        from toolpin.core.render import safe_json
+
+        click.echo(safe_json(check_json(result), sort_keys=True, ensure_ascii=True))
     else:
         echo_lines(check_text(result), color=stdout_color())
     if result.partial:
@@ -121,7 +125,9 @@ def hash_command(files: tuple[str, ...], as_json: bool) -> int:
 
     report = hash_files(_paths(files))
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
+        from toolpin.core.render import safe_json
+
+        click.echo(safe_json(report.to_json(), sort_keys=True))
         return 0
     echo_lines(hash_text(report), color=stdout_color())
     return 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -64,7 +63,9 @@ def list_command(as_json: bool) -> int:
                 out.append(_record_json(item, full=False))
             else:
                 out.append({"id": item[0], "error": item[1].message})
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        from toolpin.core.render import safe_json
+
+        click.echo(safe_json(out))
         return 0
     if not records:
         click.echo("no pinned servers yet")
@@ -115,7 +116,9 @@ def show_command(server_id: str, as_json: bool) -> int:
 
     record = _load(server_id)
     if as_json:
-        click.echo(json.dumps(_record_json(record, full=True), indent=2, ensure_ascii=False))
+        from toolpin.core.render import safe_json
+
+        click.echo(safe_json(_record_json(record, full=True)))
         return 0
     snap = record.snapshot
     lines = [

@@ -8,7 +8,8 @@ made visible first. Pure core: returns styled lines, prints nothing.
 from __future__ import annotations
 
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange
-from toolpin.core.render import Line, clip, definition_diff, text_diff, visible
+from toolpin.core.render import Line, clip, definition_diff, pretty_lines, text_diff, visible
+from toolpin.core.render import wrapped as _wrapped
 from toolpin.core.schemadiff import finding_line
 from toolpin.core.snapshot import Kind
 
@@ -34,7 +35,7 @@ def _item_diff(change: ItemChange) -> list[Line]:
     kind_prefix = "" if change.kind is Kind.TOOL else f"{change.kind.value}:"
     name = visible(change.key)
     if change.status == ADDED:
-        return [Line(f"+ {change.kind.value.replace('_', ' ')} added: {name}", "add")]
+        return added_lines(change)
     if change.status == REMOVED:
         return [Line(f"- {change.kind.value.replace('_', ' ')} removed: {name}", "del")]
     assert change.old is not None and change.new is not None
@@ -42,6 +43,22 @@ def _item_diff(change: ItemChange) -> list[Line]:
     details = change_details(change)
     if details:
         lines.extend(Line(f"  {text}", style) for text, style in details)
+    return lines
+
+
+def added_lines(change: ItemChange) -> list[Line]:
+    """An added definition in full: its labels, then its pretty canonical JSON.
+
+    This is exactly what the server now sends the model for that item, every line made
+    visible and wrapped, never cut, so approving it approves text a person was shown.
+    """
+    assert change.new is not None
+    what = change.kind.value.replace("_", " ")
+    lines = [Line(f"+ {what} added: {visible(change.key)}", "add")]
+    extra = [label.text for label in change.labels[1:]]
+    if extra:
+        lines.append(Line(f"  labels: {'; '.join(extra)}", change.level))
+    lines.extend(Line(f"  + {text}", "add") for text in pretty_lines(change.new.value))
     return lines
 
 
@@ -96,6 +113,7 @@ def full_diff(drift: Drift) -> list[Line]:
     for change in drift.changes:
         if change.status != CHANGED:
             out.extend(_item_diff(change))
+    out = _wrapped(out, indent="    ")
     identity = drift.identity
     if identity.name_changed and identity.pinned and identity.current:
         out.append(
