@@ -130,7 +130,12 @@ def show_command(server_id: str, as_json: bool) -> int:
         lines.append(Line(f"server says it is {visible(snap.identity.label())}", "dim"))
     lines += _snapshot_lines(snap)
     if record.pending is not None:
+        from toolpin.report.review import pending_additions
+
         lines.append(Line(f"A change is waiting for review: toolpin review {record.id}", "bad"))
+        additions = pending_additions(snap, record.pending.snapshot)
+        if additions:
+            lines += [Line("It adds:", "header"), *additions]
     echo_lines(lines, color=stdout_color())
     return 0
 

@@ -7,10 +7,10 @@ them and returns styled lines; prints nothing. The digest named in the closing
 
 from __future__ import annotations
 
-from toolpin.core.drift import compare
-from toolpin.core.render import Line, visible
+from toolpin.core.drift import ADDED, compare
+from toolpin.core.render import Line, text_diff, visible, wrapped
 from toolpin.core.snapshot import Snapshot
-from toolpin.report.text import review_lines
+from toolpin.report.text import added_lines, review_lines
 
 
 def pending_review(
@@ -36,3 +36,19 @@ def pending_review(
         Line(f"If you accept this change:  toolpin approve {server_id} --expect {digest[:16]}"),
         Line("Otherwise, do nothing and the pin stands."),
     ]
+
+
+def pending_additions(pinned: Snapshot, observed: Snapshot) -> list[Line]:
+    """What a waiting change adds, in full (for ``toolpin show``): new definitions and
+    new instructions, made visible and wrapped. Changed definitions are in ``review``."""
+    drift = compare(pinned, observed)
+    lines: list[Line] = []
+    for change in drift.changes:
+        if change.status == ADDED:
+            lines.extend(added_lines(change))
+    if drift.instructions is not None and drift.instructions.new is not None:
+        lines.append(Line("~ server instructions (the text the change would approve):", "add"))
+        lines.extend(
+            text_diff(drift.instructions.old or "", drift.instructions.new, name="instructions")
+        )
+    return wrapped(lines, indent="    ")
