@@ -63,9 +63,9 @@ def expected_label(finding: SchemaFinding) -> str:
         return "new-field"
     if finding.kind == "property_removed" and _property(finding.path):
         return "field-removed"
-    if finding.kind.startswith("type_") and finding.kind != "type_restated":
-        if _property(finding.path):
-            return "field-type"
+    typed = finding.kind.startswith("type_") and finding.kind != "type_restated"
+    if typed and _property(finding.path):
+        return "field-type"
     if finding.widened:
         return "schema-widened"
     return CLASS_LABEL[finding.cls]
