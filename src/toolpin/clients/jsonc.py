@@ -213,6 +213,8 @@ class _Parser:
         except ValueError:
             raise JSONCError("bad string", tok.start, self.text) from None
         assert isinstance(out, str)
+        if not out.isascii() and any(0xD800 <= ord(ch) <= 0xDFFF for ch in out):
+            raise JSONCError("a string holds an unpaired surrogate", tok.start, self.text)
         return out
 
     def obj(self, open_tok: Token, depth: int) -> Node:

@@ -150,7 +150,7 @@ def parse_json(
         parse_int: Any = _js_int
     elif numbers == "python":
         parse_float = _python_float
-        parse_int = int
+        parse_int = _python_int
     else:  # pragma: no cover - programming error
         raise ValueError(f"unknown number mode {numbers!r}")
     try:
@@ -169,8 +169,8 @@ def parse_json(
         ) from None
     except RecursionError:
         raise JSONError(f"nested more than {max_depth} levels deep") from None
-    except ValueError as exc:  # e.g. int() on a 5,000-digit literal
-        raise JSONError(f"not valid JSON: {exc}") from None
+    except ValueError:  # a number the converters above could not read
+        raise JSONError("not valid JSON: a number cannot be read") from None
     if type(value) is dict or type(value) is list:
         _check_depth(value, max_depth)
     if not allow_lone_surrogates and (
@@ -180,6 +180,12 @@ def parse_json(
         # A surrogate escape may still be half of a valid pair: look at the values.
         _reject_lone_surrogates(value)
     return value
+
+
+def _python_int(text: str) -> int:
+    if len(text) > 4000:  # below Python's int/str conversion limit, far beyond any pin
+        raise _Reject("an integer has more than 4000 digits")
+    return int(text)
 
 
 def _python_float(text: str) -> float:
