@@ -82,14 +82,25 @@ def pin(
 @click.option(
     "--sarif", "sarif", default=None, metavar="OUT", help="Also write SARIF 2.1.0 to OUT."
 )
+@click.option(
+    "--no-cache",
+    "no_cache",
+    is_flag=True,
+    help="Verify both files in full; neither read nor write this machine's records.",
+)
 def check(
-    listings: tuple[str, ...], lock: str, entry: str | None, as_json: bool, sarif: str | None
+    listings: tuple[str, ...],
+    lock: str,
+    entry: str | None,
+    as_json: bool,
+    sarif: str | None,
+    no_cache: bool,
 ) -> int:
     """Check a saved export against a lockfile. Exit 0 unchanged, 1 drift, 2 unusable input."""
     from toolpin.offline.check import check as do_check
     from toolpin.report.offline import PARTIAL_WARNING, check_json, check_text
 
-    result = do_check(_paths(listings), Path(lock), entry_name=entry)
+    result = do_check(_paths(listings), Path(lock), entry_name=entry, use_cache=not no_cache)
     if sarif is not None:
         from toolpin.report.sarif import sarif_log
         from toolpin.util.fs import atomic_write

@@ -209,8 +209,11 @@ def read_bytes(path: Path, error: type[InputError] = LockfileError) -> bytes:
     return read_input(path, error=error)
 
 
-def lock_from_json(doc: JSONValue, *, path: Path, intact: bool = False) -> Lockfile:
-    """Verify a parsed lock document."""
+def lock_from_json(
+    doc: JSONValue, *, path: Path, intact: bool = False, trusted: bool = False
+) -> Lockfile:
+    """Verify a parsed lock document. ``trusted=True`` takes the recorded hashes without
+    re-hashing: only for bytes verified in full before (:mod:`toolpin.lockfile.verified`)."""
     if not isinstance(doc, dict) or FORMAT_KEY not in doc:
         raise LockfileError(f"{path} is not a toolpin lockfile")
     version = doc[FORMAT_KEY]
@@ -224,7 +227,7 @@ def lock_from_json(doc: JSONValue, *, path: Path, intact: bool = False) -> Lockf
         raise LockfileError(f"{path} has no servers object")
     entries = {}
     for name, raw in servers.items():
-        entries[name] = entry_from_json(raw, path=path, name=name)
+        entries[name] = entry_from_json(raw, path=path, name=name, trusted=trusted)
     return Lockfile(servers=entries, intact=intact)
 
 
