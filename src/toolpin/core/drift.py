@@ -14,14 +14,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from toolpin.core import labels as lab
 from toolpin.core.canonical import JSONValue, canonical_json
 from toolpin.core.labels import Label
 from toolpin.core.render import clip, visible
-from toolpin.core.schemadiff import SchemaFinding, diff_schema
 from toolpin.core.snapshot import KINDS, Definition, Identity, Kind, Listing, Snapshot
+
+if TYPE_CHECKING:
+    from toolpin.core.schemadiff import SchemaFinding
 
 Status = Literal["added", "removed", "changed"]
 """What happened to a definition (or a member, or the whole outputSchema)."""
@@ -328,6 +330,8 @@ def _schema(value: JSONValue) -> JSONValue:
 
 def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
     """Explain why two definitions with the same key have different hashes."""
+    from toolpin.core.schemadiff import diff_schema  # only when something changed
+
     a, b = old.value, new.value
     desc = description_diff(a.get("description"), b.get("description"))
     input_findings: tuple[SchemaFinding, ...] = ()

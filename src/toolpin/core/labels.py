@@ -19,11 +19,13 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from toolpin.core.canonical import JSONValue
 from toolpin.core.render import clip, visible
-from toolpin.core.schemadiff import SchemaFinding
+
+if TYPE_CHECKING:
+    from toolpin.core.schemadiff import SchemaFinding
 
 HIGH: Final = "high"
 MEDIUM: Final = "medium"

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange
 from toolpin.core.render import Line, text_diff, visible
-from toolpin.core.schemadiff import SchemaFinding
 from toolpin.core.snapshot import Identity, Kind
 from toolpin.report.text import change_details
 
 if TYPE_CHECKING:
+    from toolpin.core.schemadiff import SchemaFinding
     from toolpin.offline.check import CheckResult, PinResult
     from toolpin.offline.hash import HashReport
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange
 from toolpin.core.render import Line, clip, definition_diff, pretty_lines, text_diff, visible
 from toolpin.core.render import wrapped as _wrapped
-from toolpin.core.schemadiff import finding_line
 from toolpin.core.snapshot import Kind
 
 _NAME_WIDTH = 28
@@ -68,6 +67,8 @@ def change_details(change: ItemChange, *, headed: bool = False) -> list[tuple[st
     With ``headed`` the input and output findings each follow a ``schema:`` /
     ``output schema:`` heading (``toolpin check``'s layout).
     """
+    from toolpin.core.schemadiff import finding_line  # a changed tool only
+
     out: list[tuple[str, str | None]] = []
     if headed and change.input_findings:
         out.append(("schema:", None))
