@@ -191,6 +191,9 @@ def wrap_line(text: str, width: int = WRAP_WIDTH) -> list[str]:
     start = 0
     while len(text) - start > width:
         cut = start + width
+        space = text.rfind(" ", max(start + 1, cut - 24), cut)
+        if space > start:
+            cut = space + 1  # after a space: words stay whole where they can
         escape = text.rfind("\\u{", max(start, cut - 12), cut)
         if escape > start and text.find("}", escape, cut) < 0:
             cut = escape
