@@ -14,6 +14,7 @@ import sys
 
 TYPE_CHECKING = False  # typing is not imported on the start path
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 _VALUES = {"--listing": "listings", "--lock": "lock", "--server": "entry"}
@@ -79,18 +80,36 @@ def check_fast(args: list[str]) -> int | None:
 
 
 def _run(options: dict[str, Any]) -> int:
+    return run_check(
+        options["listings"],
+        options["lock"],
+        entry=options.get("entry"),
+        as_json=options["as_json"],
+        no_cache=options["no_cache"],
+    )
+
+
+def run_check(
+    listings: Sequence[str],
+    lock: str,
+    *,
+    entry: str | None,
+    as_json: bool,
+    no_cache: bool,
+    sarif: str | None = None,
+) -> int:
+    """``toolpin check`` itself, for this fast path and the click command alike."""
     from pathlib import Path
 
     from toolpin.offline.check import check
     from toolpin.report.offline import PARTIAL_WARNING
 
     result = check(
-        [Path(v) for v in options["listings"]],
-        Path(options["lock"]),
-        entry_name=options.get("entry"),
-        use_cache=not options["no_cache"],
+        [Path(v) for v in listings], Path(lock), entry_name=entry, use_cache=not no_cache
     )
-    if options["as_json"]:
+    if sarif is not None:
+        _write_sarif(result, Path(sarif), listings[0], lock)
+    if as_json:
         from toolpin.core.render import safe_json
         from toolpin.report.offline import check_json
 
@@ -106,6 +125,20 @@ def _run(options: dict[str, Any]) -> int:
     if result.partial:
         sys.stderr.write(PARTIAL_WARNING + "\n")
     return 0 if result.ok else 1
+
+
+def _write_sarif(result: Any, out: Any, artifact: str, lock: str) -> None:
+    import json
+
+    from toolpin.errors import InputError
+    from toolpin.report.sarif import sarif_log
+    from toolpin.util.fs import atomic_write
+
+    doc = sarif_log(result.drift, artifact=artifact, lock=lock)
+    try:
+        atomic_write(out, (json.dumps(doc, indent=2) + "\n").encode())
+    except OSError as exc:
+        raise InputError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
 def _fail(message: str) -> None:

@@ -5,7 +5,6 @@ Parse, call :mod:`toolpin.offline`, print what :mod:`toolpin.report.offline` bui
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -97,30 +96,9 @@ def check(
     no_cache: bool,
 ) -> int:
     """Check a saved export against a lockfile. Exit 0 unchanged, 1 drift, 2 unusable input."""
-    from toolpin.offline.check import check as do_check
-    from toolpin.report.offline import PARTIAL_WARNING, check_json, check_text
+    from toolpin.cli.fast import run_check
 
-    result = do_check(_paths(listings), Path(lock), entry_name=entry, use_cache=not no_cache)
-    if sarif is not None:
-        from toolpin.report.sarif import sarif_log
-        from toolpin.util.fs import atomic_write
-
-        doc = sarif_log(result.drift, artifact=listings[0], lock=lock)
-        try:
-            atomic_write(Path(sarif), (json.dumps(doc, indent=2) + "\n").encode())
-        except OSError as exc:
-            from toolpin.errors import InputError
-
-            raise InputError(f"cannot write {sarif}: {exc.strerror or exc}") from None
-    if as_json:
-        from toolpin.core.render import safe_json
-
-        click.echo(safe_json(check_json(result), sort_keys=True, ensure_ascii=True))
-    else:
-        echo_lines(check_text(result), color=stdout_color())
-    if result.partial:
-        click.echo(PARTIAL_WARNING, err=True)
-    return 0 if result.ok else 1
+    return run_check(listings, lock, entry=entry, as_json=as_json, no_cache=no_cache, sarif=sarif)
 
 
 @click.command("hash")
