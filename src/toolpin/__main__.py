@@ -71,6 +71,11 @@ def main(argv: list[str] | None = None) -> None:
             except KeyboardInterrupt:
                 code = 130
             sys.exit(code)
+    if args in (["--version"], ["-V"]):  # click's own wording, without importing click
+        from toolpin import __version__
+
+        sys.stdout.write(f"toolpin, version {__version__}\n")
+        sys.exit(0)
     from toolpin.cli import main as cli_main
 
     cli_main(args)

@@ -392,3 +392,14 @@ def test_python_number_mode_keeps_spelling() -> None:
     assert value == {"b": 1.0, "a": 12345678901234567890}
     assert list(value) == ["b", "a"], "python mode keeps member order"
     assert type(value["b"]) is float
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(VALUES, max_size=6))
+def test_canonical_many_is_canonical_bytes_of_each(values: list[Any]) -> None:
+    """The batched fast-path check never changes a single byte."""
+    from toolpin.core.canonical import canonical_many
+
+    parsed = [parse_json(json.dumps(v, ensure_ascii=False)) for v in values]
+    assert canonical_many(parsed) == [rfc8785.dumps(_js(v)) for v in values]
+    assert canonical_many(values) == [canonical_bytes(v) for v in values]

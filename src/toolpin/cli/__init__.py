@@ -9,20 +9,40 @@ from __future__ import annotations
 
 import os
 import sys
-
-import click
+from typing import TYPE_CHECKING, Any
 
 from toolpin import __version__
 from toolpin.errors import ToolpinError
 
+if TYPE_CHECKING:
+    import click
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, "-V", "--version", prog_name="toolpin")
-def cli() -> None:
-    """Make MCP tool definitions tamper-evident.
+_GROUP: list[click.Group] = []
 
-    Exit codes: 0 clean, 1 drift, 2 unusable input or usage.
-    """
+
+def _group() -> click.Group:
+    """The ``toolpin`` click group, built on first use (click is not imported before)."""
+    if not _GROUP:
+        import click
+
+        @click.group(
+            context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+        )
+        @click.version_option(__version__, "-V", "--version", prog_name="toolpin")
+        def cli() -> None:
+            """Make MCP tool definitions tamper-evident.
+
+            Exit codes: 0 clean, 1 drift, 2 unusable input or usage.
+            """
+
+        _GROUP.append(cli)
+    return _GROUP[0]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "cli":  # ``toolpin.cli.cli``: the group, for CliRunner and tests
+        return _group()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _register_commands() -> None:
@@ -31,6 +51,7 @@ def _register_commands() -> None:
     The command modules never import this package's group: this function imports them and
     adds what they define, so no command module and ``toolpin.cli`` import each other.
     """
+    cli = _group()
     if cli.commands:
         return
     from toolpin.cli import crawl, demo, lock, log, offline, pins, policy, run, wrap
@@ -59,9 +80,18 @@ def _register_commands() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point. Never lets a traceback reach the user."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["check"]:
+        from toolpin.cli.fast import check_fast  # a plain `check`: no click at all
+
+        fast = check_fast(args[1:])
+        if fast is not None:
+            sys.exit(fast)
+    import click
+
     _register_commands()
     try:
-        code = cli.main(args=argv, prog_name="toolpin", standalone_mode=False)
+        code = _group().main(args=args, prog_name="toolpin", standalone_mode=False)
     except ToolpinError as exc:
         _fail(exc.diagnostics(), exc.exit_code)
     except click.exceptions.Exit as exc:
@@ -76,26 +106,35 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         _fail("interrupted", 130)
     except BrokenPipeError:
-        # The reader went away (``toolpin list | head``): nothing left to say.
-        try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-        finally:
-            sys.exit(1)
+        _broken_pipe()
     except Exception as exc:  # pragma: no cover - a bug; still no traceback for users
         if os.environ.get("TOOLPIN_DEBUG"):
             raise
-        _fail(
-            f"internal error ({type(exc).__name__}); please report it. "
-            "Set TOOLPIN_DEBUG=1 to see the traceback.",
-            2,
-        )
+        _fail(internal_error(exc), 2)
     # Commands return their exit code (0 clean, 1 drift); None means 0.
     sys.exit(code if isinstance(code, int) else 0)
 
 
+def internal_error(exc: BaseException) -> str:
+    """The one line printed for a bug (never a traceback unless ``TOOLPIN_DEBUG``)."""
+    return (
+        f"internal error ({type(exc).__name__}); please report it. "
+        "Set TOOLPIN_DEBUG=1 to see the traceback."
+    )
+
+
+def _broken_pipe() -> None:
+    # The reader went away (``toolpin list | head``): nothing left to say.
+    try:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    finally:
+        sys.exit(1)
+
+
 def _fail(message: str, code: int) -> None:
     first, _, rest = message.partition("\n")
-    click.echo(f"toolpin: {first}", err=True)
+    sys.stderr.write(f"toolpin: {first}\n")
     if rest:
-        click.echo(rest, err=True)
+        sys.stderr.write(f"{rest}\n")
+    sys.stderr.flush()
     sys.exit(code)

@@ -6,7 +6,6 @@ imported inside the command.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -126,7 +125,9 @@ def crawl_cmd(
         lock_timeout=lock_timeout,
     )
     summary = _with_progress(options) if sys.stderr.isatty() else crawl(options)
-    click.echo(json.dumps(summary.to_json(), indent=2))
+    from toolpin.core.render import safe_json
+
+    click.echo(safe_json(summary.to_json()))
     return 0
 
 

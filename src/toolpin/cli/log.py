@@ -6,7 +6,6 @@ inside each command.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,13 +28,13 @@ def log_group() -> None:
 
 
 def _read_text(path: str, what: str) -> str:
+    from toolpin.util.fs import read_input
+
+    data = read_input(path, what=f"{what} {path}", missing=f"{what} {path} does not exist")
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{what} {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-        raise InputError(f"{what} {path} cannot be read ({reason})") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{what} {path} cannot be read (not UTF-8 text)") from None
 
 
 def _vkey_text(value: str) -> str:
@@ -100,9 +99,11 @@ def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
     verifier = _verifier(vkey)
     result = verify_log(log_dir, verifier, since_text)
     if as_json:
+        from toolpin.core.render import safe_json
+
         cp = result.checkpoint
         click.echo(
-            json.dumps(
+            safe_json(
                 {
                     "ok": result.ok,
                     "exit_code": result.exit_code,
@@ -113,8 +114,7 @@ def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
                     "entries_checked": result.entries,
                     "blobs_checked": result.blobs,
                     "since_size": result.since_size,
-                },
-                indent=2,
+                }
             )
         )
         return result.exit_code
@@ -167,11 +167,9 @@ def verify_proof_cmd(
     verifier = _verifier(vkey)
     text = _read_text(proof_file, "the proof file")
     if entry_file is not None:
-        try:
-            entry = Path(entry_file).read_bytes()
-        except OSError as exc:
-            reason = exc.strerror
-            raise InputError(f"the entry file {entry_file} cannot be read ({reason})") from None
+        from toolpin.util.fs import read_input
+
+        entry = read_input(entry_file, what=f"the entry file {entry_file}")
     else:
         assert log_dir is not None
         try:

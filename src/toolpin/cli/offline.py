@@ -1,26 +1,15 @@
 """Offline commands: ``toolpin pin``, ``toolpin check``, ``toolpin hash``.
 
-Text and ``--json`` output follow mcp-tool-pin-check 0.2.2 line for line where that tool
-has the finding, and add toolpin's own (whole-definition members, prompts, resources,
-templates, instructions, labels) after it.
+Parse, call :mod:`toolpin.offline`, print what :mod:`toolpin.report.offline` builds.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
 
 from toolpin.cli._output import echo_lines, stdout_color
-
-if TYPE_CHECKING:
-    from toolpin.core.drift import Drift, ItemChange
-    from toolpin.core.render import Line
-    from toolpin.core.snapshot import Identity
-    from toolpin.offline.check import CheckResult, PinResult
-
 
 _listing_option = click.option(
     "--listing",
@@ -62,63 +51,20 @@ def pin(
 ) -> int:
     """Pin a saved export: write its definitions and hashes to a lockfile."""
     from toolpin.offline.check import pin as do_pin
+    from toolpin.report.offline import PARTIAL_WARNING, pin_json, pin_text
 
     result = do_pin(
         _paths(listings), Path(lock), source=source, pinned_at=pinned_at, entry_name=entry
     )
     if as_json:
-        click.echo(json.dumps(pin_json(result, lock), indent=2, sort_keys=True))
+        from toolpin.core.render import safe_json
+
+        click.echo(safe_json(pin_json(result, lock), sort_keys=True, ensure_ascii=True))
     else:
         echo_lines(pin_text(result, lock), color=stdout_color())
     if result.partial:
-        click.echo(
-            "toolpin: warning: the listing ends with a nextCursor, so pages are missing; "
-            "pass every page with --listing",
-            err=True,
-        )
+        click.echo(PARTIAL_WARNING, err=True)
     return 0
-
-
-def pin_text(result: PinResult, lock: str) -> list[Line]:
-    from toolpin.core.render import Line, visible
-
-    snap = result.entry.snapshot
-    tools = snap.tools.items if snap.tools is not None else ()
-    lines = [
-        Line(f"Pinned {len(tools)} tools to {lock}"),
-        Line(f"source: {visible(result.entry.source or '')}"),
-        Line(f"pinned_at: {visible(result.entry.pinned_at or '')}"),
-    ]
-    if snap.identity is not None:
-        lines.append(Line(f"server: {visible(snap.identity.label())}"))
-    lines.extend(Line(f"  {visible(d.key)} {d.hash}") for d in tools)
-    extras = [f"{len(x)} {x.kind.plural}" for x in snap.listings() if x.kind.value != "tool"]
-    if snap.instructions_known:
-        extras.append("instructions" if snap.instructions is not None else "no instructions")
-    if extras:
-        lines.append(Line("also pinned: " + ", ".join(extras)))
-    return lines
-
-
-def pin_json(result: PinResult, lock: str) -> dict[str, Any]:
-    snap = result.entry.snapshot
-    tools = snap.tools.items if snap.tools is not None else ()
-    out: dict[str, Any] = {
-        "lock": lock,
-        "pinned_at": result.entry.pinned_at,
-        "source": result.entry.source,
-        "tool_count": len(tools),
-        "tools": [{"name": d.key, "sha256": d.hash} for d in tools],
-        "entry": result.entry_name,
-        "surface_hash": snap.surface_hash(),
-        "set_hash": snap.tools.set_hash if snap.tools is not None else None,
-        "counts": snap.counts(),
-        "instructions_hash": snap.instructions_hash,
-        "partial": result.partial,
-    }
-    if snap.identity is not None:
-        out["server"] = snap.identity.to_json()
-    return out
 
 
 @click.command("check")
@@ -135,301 +81,24 @@ def pin_json(result: PinResult, lock: str) -> dict[str, Any]:
 @click.option(
     "--sarif", "sarif", default=None, metavar="OUT", help="Also write SARIF 2.1.0 to OUT."
 )
+@click.option(
+    "--no-cache",
+    "no_cache",
+    is_flag=True,
+    help="Verify both files in full; neither read nor write this machine's records.",
+)
 def check(
-    listings: tuple[str, ...], lock: str, entry: str | None, as_json: bool, sarif: str | None
+    listings: tuple[str, ...],
+    lock: str,
+    entry: str | None,
+    as_json: bool,
+    sarif: str | None,
+    no_cache: bool,
 ) -> int:
     """Check a saved export against a lockfile. Exit 0 unchanged, 1 drift, 2 unusable input."""
-    from toolpin.offline.check import check as do_check
+    from toolpin.cli.fast import run_check
 
-    result = do_check(_paths(listings), Path(lock), entry_name=entry)
-    if sarif is not None:
-        from toolpin.report.sarif import sarif_log
-        from toolpin.util.fs import atomic_write
-
-        doc = sarif_log(result.drift, artifact=listings[0], lock=lock)
-        try:
-            atomic_write(Path(sarif), (json.dumps(doc, indent=2) + "\n").encode())
-        except OSError as exc:
-            from toolpin.errors import InputError
-
-            raise InputError(f"cannot write {sarif}: {exc.strerror or exc}") from None
-    if as_json:
-        click.echo(json.dumps(check_json(result), indent=2, sort_keys=True))
-    else:
-        echo_lines(check_text(result), color=stdout_color())
-    if result.partial:
-        click.echo(
-            "toolpin: warning: the listing ends with a nextCursor, so pages are missing; "
-            "pass every page with --listing",
-            err=True,
-        )
-    return 0 if result.ok else 1
-
-
-def _identity_label(identity: Identity | None) -> str:
-    from toolpin.core.render import visible
-
-    return visible(identity.label()) if identity is not None else "(none)"
-
-
-def identity_lines(drift: Drift) -> list[str]:
-    from toolpin.core.render import visible
-
-    ident = drift.identity
-    out = []
-    if ident.pinned is None:
-        out.append("note: identity was not pinned")
-        if ident.current is not None:
-            out.append(f"identity added: {_identity_label(ident.current)}")
-        return out
-    if ident.current is None:
-        out.append(f"identity removed: {_identity_label(ident.pinned)}")
-        return out
-    if ident.name_changed:
-        out.append(
-            f"server name changed: {visible(ident.pinned.name)} -> {visible(ident.current.name)}"
-        )
-    if ident.version_changed:
-        old_version, new_version = visible(ident.pinned.version), visible(ident.current.version)
-        out.append(f"server version changed: {old_version} -> {new_version}")
-    if ident.protocol_changed:
-        old = ident.pinned.protocol_version or "(none)"
-        new = ident.current.protocol_version or "(none)"
-        out.append(f"protocol version changed: {visible(old)} -> {visible(new)}")
-    if not out:
-        out.append(f"unchanged: {_identity_label(ident.pinned)}")
-    return out
-
-
-def _changed_tool_lines(change: ItemChange) -> list[Line]:
-    from toolpin.core.render import Line, visible
-    from toolpin.core.schemadiff import finding_line
-
-    lines = [Line(f"  ~ {visible(change.key)}", change.level)]
-    if change.description_diff:
-        lines.append(Line("    description:"))
-        for text in change.description_diff:
-            style = "add" if text.startswith("+") else "del" if text.startswith("-") else None
-            lines.append(Line(f"    {visible(text)}", style))
-    if change.input_findings:
-        lines.append(Line("    schema:"))
-        lines.extend(
-            Line(f"    {visible(finding_line(f))}", "medium" if f.widened else None)
-            for f in change.input_findings
-        )
-    if change.output_event or change.output_findings:
-        lines.append(Line("    output schema:"))
-        if change.output_event == "added":
-            lines.append(Line("    output changed: outputSchema added (not present in the pin)"))
-        elif change.output_event == "removed":
-            lines.append(Line("    output changed: outputSchema removed"))
-        lines.extend(
-            Line(
-                f"    {visible(finding_line(f, direction='output'))}",
-                "medium" if f.widened else None,
-            )
-            for f in change.output_findings
-        )
-    if change.annotations_changed:
-        lines.append(Line("    annotations changed"))
-    lines.extend(_member_lines(change))
-    if change.widened:
-        lines.append(Line("    schema widened: yes", "medium"))
-    lines.append(Line("    labels: " + "; ".join(x.text for x in change.labels), change.level))
-    return lines
-
-
-def _member_lines(change: ItemChange) -> list[Line]:
-    from toolpin.core.render import Line, visible
-
-    out = []
-    for member in change.members:
-        detail = f": {member.detail}" if member.detail else ""
-        out.append(Line(f"    {visible(member.member)} {member.change}{detail}"))
-    return out
-
-
-def _section(title: str, names: list[str], sign: str, style: str | None) -> list[Line]:
-    from toolpin.core.render import Line, visible
-
-    lines = [Line(f"{title} ({len(names)}):")]
-    if not names:
-        lines.append(Line("  (none)"))
-    lines.extend(Line(f"  {sign} {visible(n)}", style) for n in names)
-    return lines
-
-
-def check_text(result: CheckResult) -> list[Line]:
-    from toolpin.core.drift import ADDED, CHANGED, REMOVED
-    from toolpin.core.render import Line, text_diff, visible
-    from toolpin.core.snapshot import Kind
-
-    drift = result.drift
-
-    def text(value: object) -> str:
-        return "(none)" if value is None else visible(str(value))
-
-    lines = [
-        Line("MCP tool pin check", "header"),
-        Line(f"lock source: {text(result.source)}"),
-        Line(f"pinned_at: {text(result.pinned_at)}"),
-        Line("result: unchanged", "good") if result.ok else Line("result: drift", "bad"),
-        Line(""),
-        Line("server identity:"),
-    ]
-    ident_style = "high" if drift.identity.name_changed else None
-    lines.extend(
-        Line(f"  {x}", ident_style if "name changed" in x else None) for x in identity_lines(drift)
-    )
-    lines.append(Line(""))
-    for kind in drift.compared:
-        prefix = "" if kind is Kind.TOOL else f"{kind.plural} "
-        added = [c.key for c in drift.of_kind(kind, ADDED)]
-        removed = [c.key for c in drift.of_kind(kind, REMOVED)]
-        changed = drift.of_kind(kind, CHANGED)
-        lines += _section(f"{prefix}added", added, "+", "add")
-        lines += _section(f"{prefix}removed", removed, "-", "del")
-        lines.append(Line(f"{prefix}changed ({len(changed)}):"))
-        if not changed:
-            lines.append(Line("  (none)"))
-        for index, change in enumerate(changed):
-            if index:
-                lines.append(Line(""))
-            if kind is Kind.TOOL:
-                lines.extend(_changed_tool_lines(change))
-            else:
-                lines.append(Line(f"  ~ {visible(change.key)}", change.level))
-                if change.description_diff:
-                    lines.append(Line("    description:"))
-                    lines.extend(Line(f"    {visible(t)}") for t in change.description_diff)
-                lines.extend(_member_lines(change))
-                lines.append(
-                    Line("    labels: " + "; ".join(x.text for x in change.labels), change.level)
-                )
-        same = drift.unchanged.get(kind, ())
-        shown = ", ".join(visible(n) for n in same) if same else "(none)"
-        lines.append(Line(f"{prefix}unchanged ({len(same)}): {shown}"))
-    for change in drift.changes:
-        if change.status != CHANGED and len(change.labels) > 1:
-            extra = "; ".join(x.text for x in change.labels[1:])
-            lines.append(Line(f"note: {visible(change.display_name)}: {extra}", "medium"))
-    if drift.instructions is not None:
-        lines.append(Line(""))
-        lines.append(Line("instructions: changed", "high"))
-        lines.append(Line("  labels: " + "; ".join(x.text for x in drift.instructions.labels)))
-        lines.extend(
-            Line(f"  {x.text}", x.style)
-            for x in text_diff(
-                drift.instructions.old or "",
-                drift.instructions.new or "",
-                name="server-instructions",
-            )
-        )
-    for note in result.notes:
-        lines.append(Line(f"note: {note}", "dim"))
-    return lines
-
-
-def _finding_json(f: Any) -> dict[str, Any]:
-    return {
-        "kind": f.kind,
-        "path": f.path,
-        "pointer": f.pointer,
-        "class": f.cls,
-        "widened": f.widened,
-        "detail": f.detail,
-    }
-
-
-def _output_event_json(event: str | None) -> list[dict[str, Any]]:
-    # The whole outputSchema appeared or disappeared: mcp-tool-pin-check's own entry.
-    if event is None:
-        return []
-    added = event == "added"
-    return [
-        {
-            "kind": "output_added" if added else "output_removed",
-            "path": "outputSchema",
-            "pointer": "",
-            "class": "output-schema-added" if added else "output-schema-removed",
-            "widened": False,
-            "detail": "not present in the pin" if added else "outputSchema removed",
-        }
-    ]
-
-
-def _change_json(change: ItemChange) -> dict[str, Any]:
-    return {
-        "name": change.key,
-        "description_changed": change.description_changed,
-        "description_diff": "\n".join(change.description_diff),
-        "annotations_changed": change.annotations_changed,
-        "schema_changes": [_finding_json(f) for f in change.input_findings],
-        "output_changes": _output_event_json(change.output_event)
-        + [_finding_json(f) for f in change.output_findings],
-        "widened": change.widened,
-        "output_widened": change.output_widened,
-        "members": [
-            {"member": m.member, "change": m.change, "detail": m.detail} for m in change.members
-        ],
-        "labels": [{"key": x.key, "severity": x.severity, "text": x.text} for x in change.labels],
-        "level": change.level,
-        "hash": {
-            "pinned": change.old.hash if change.old else None,
-            "current": change.new.hash if change.new else None,
-        },
-    }
-
-
-def _identity_json(identity: Identity | None) -> dict[str, str] | None:
-    return identity.to_json() if identity is not None else None
-
-
-def check_json(result: CheckResult) -> dict[str, Any]:
-    from toolpin.core.drift import ADDED, CHANGED, REMOVED
-    from toolpin.core.snapshot import Kind
-
-    drift = result.drift
-    ident = drift.identity
-    note = "identity was not pinned" if ident.pinned is None else None
-
-    def part(kind: Kind) -> dict[str, Any]:
-        return {
-            "added": [c.key for c in drift.of_kind(kind, ADDED)],
-            "removed": [c.key for c in drift.of_kind(kind, REMOVED)],
-            "changed": [_change_json(c) for c in drift.of_kind(kind, CHANGED)],
-            "unchanged": list(drift.unchanged.get(kind, ())),
-        }
-
-    tools = part(Kind.TOOL)
-    out: dict[str, Any] = {
-        **tools,
-        "ok": result.ok,
-        "lock_source": result.source,
-        "pinned_at": result.pinned_at,
-        "lock_format": result.lock_format,
-        "entry": result.entry_name,
-        "server": {
-            "pinned": _identity_json(ident.pinned),
-            "current": _identity_json(ident.current),
-            "identity_added": ident.identity_added,
-            "identity_removed": ident.identity_removed,
-            "name_changed": ident.name_changed,
-            "version_changed": ident.version_changed,
-            "protocol_changed": ident.protocol_changed,
-            "note": note,
-        },
-        "instructions": None
-        if drift.instructions is None
-        else {"changed": True, "labels": [x.key for x in drift.instructions.labels]},
-        "not_checked": list(drift.not_checked),
-        "notes": list(result.notes),
-        "partial_listing": result.partial,
-    }
-    for kind in (Kind.PROMPT, Kind.RESOURCE, Kind.TEMPLATE):
-        if kind in drift.compared:
-            out[kind.field] = part(kind)
-    return out
+    return run_check(listings, lock, entry=entry, as_json=as_json, no_cache=no_cache, sarif=sarif)
 
 
 @click.command("hash")
@@ -441,22 +110,13 @@ def hash_command(files: tuple[str, ...], as_json: bool) -> int:
     A FILE holding one object that is not a listing is hashed as one definition.
     """
     from toolpin.offline.hash import hash_files
+    from toolpin.report.offline import hash_text
 
     report = hash_files(_paths(files))
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
-        return 0
-    from toolpin.core.render import Line, visible
+        from toolpin.core.render import safe_json
 
-    lines: list[Line] = []
-    for group in report.groups:
-        if group.kind is not None:
-            lines.append(Line(f"{group.kind.plural} ({len(group.items)}):", "header"))
-        for key, digest in group.items:
-            lines.append(Line(f"  {digest}  {visible(key)}"))
-        if group.set_hash is not None:
-            lines.append(Line(f"  set {group.set_hash}", "header"))
-    if report.instructions_hash is not None:
-        lines.append(Line(f"instructions {report.instructions_hash}"))
-    echo_lines(lines, color=stdout_color())
+        click.echo(safe_json(report.to_json(), sort_keys=True))
+        return 0
+    echo_lines(hash_text(report), color=stdout_color())
     return 0

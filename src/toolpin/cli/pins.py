@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -64,7 +63,9 @@ def list_command(as_json: bool) -> int:
                 out.append(_record_json(item, full=False))
             else:
                 out.append({"id": item[0], "error": item[1].message})
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        from toolpin.core.render import safe_json
+
+        click.echo(safe_json(out))
         return 0
     if not records:
         click.echo("no pinned servers yet")
@@ -115,7 +116,9 @@ def show_command(server_id: str, as_json: bool) -> int:
 
     record = _load(server_id)
     if as_json:
-        click.echo(json.dumps(_record_json(record, full=True), indent=2, ensure_ascii=False))
+        from toolpin.core.render import safe_json
+
+        click.echo(safe_json(_record_json(record, full=True)))
         return 0
     snap = record.snapshot
     lines = [
@@ -127,7 +130,12 @@ def show_command(server_id: str, as_json: bool) -> int:
         lines.append(Line(f"server says it is {visible(snap.identity.label())}", "dim"))
     lines += _snapshot_lines(snap)
     if record.pending is not None:
+        from toolpin.report.review import pending_additions
+
         lines.append(Line(f"A change is waiting for review: toolpin review {record.id}", "bad"))
+        additions = pending_additions(snap, record.pending.snapshot)
+        if additions:
+            lines += [Line("It adds:", "header"), *additions]
     echo_lines(lines, color=stdout_color())
     return 0
 
@@ -136,31 +144,23 @@ def show_command(server_id: str, as_json: bool) -> int:
 @click.argument("server_id", metavar="ID")
 def review_command(server_id: str) -> int:
     """Show the change waiting for review, labelled, with the full diff."""
-    from toolpin.core.drift import compare
-    from toolpin.core.render import Line, visible
-    from toolpin.report.text import review_lines
+    from toolpin.core.render import visible
+    from toolpin.report.review import pending_review
 
     record = _load(server_id)
     if record.pending is None:
         click.echo(f"nothing pending for {visible(record.label)}")
         return 0
-    drift = compare(record.snapshot, record.pending.snapshot)
-    lines = [
-        Line(visible(record.label), "header"),
-        Line(f"approved  {record.pinned_at}"),
-        Line(
-            f"observed  {record.pending.observed_at}"
-            + ("  (during a session)" if record.pending.mid_session else "")
-        ),
-        Line(""),
-        *review_lines(drift),
-        Line(""),
-        Line(
-            "If you accept this change:  "
-            f"toolpin approve {record.id} --expect {record.pending.digest[:16]}"
-        ),
-        Line("Otherwise, do nothing and the pin stands."),
-    ]
+    lines = pending_review(
+        label=record.label,
+        server_id=record.id,
+        pinned_at=record.pinned_at,
+        observed_at=record.pending.observed_at,
+        mid_session=record.pending.mid_session,
+        digest=record.pending.digest,
+        pinned=record.snapshot,
+        observed=record.pending.snapshot,
+    )
     echo_lines(lines, color=stdout_color())
     return 0
 

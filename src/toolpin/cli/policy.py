@@ -54,13 +54,13 @@ def policy_command(
     from toolpin.errors import InputError
 
     policy.check_lock_path(lock)
+    from toolpin.util.fs import read_input
+
+    data = read_input(config, missing=f"cannot read {config} (not found)")
     try:
-        text = Path(config).read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise InputError(f"cannot read {config} (not found)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else exc.strerror
-        raise InputError(f"cannot read {config} ({reason})") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"cannot read {config} (not UTF-8)") from None
     servers, notes = policy.read_approved(text)
     from toolpin.clients.wrap import check_launcher, installed_launcher
 

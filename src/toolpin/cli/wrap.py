@@ -28,8 +28,10 @@ def _locations(configs: tuple[str, ...], project: bool) -> list[ConfigLocation]:
         from toolpin.errors import InputError
 
         for c in configs:
-            if not os.path.isfile(c):
+            if not os.path.lexists(c):
                 raise InputError(f"cannot read {c} (not found)")
+            if not os.path.isfile(c):
+                raise InputError(f"cannot read {c} (not a regular file)")
         found = [explicit_config(PurePath(os.path.abspath(c))) for c in configs]
         return [ConfigLocation(c.client, c.path, c.dialect, project) for c in found]
     project_dir = PurePath(os.getcwd()) if project else None

@@ -20,6 +20,7 @@ from toolpin.errors import (
     ConfigError,
 )
 from toolpin.pins.serverid import server_id
+from toolpin.util.fs import read_input
 
 if TYPE_CHECKING:
     pass
@@ -110,6 +111,10 @@ def _disabled(value: object) -> bool:
     )
 
 
+MAX_CONFIG_BYTES: Final = 32 * 1024 * 1024
+"""The largest config file read (the same cap as ``wrap``)."""
+
+
 def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Config:
     """Read the servers of a shared MCP config (JSON, JSON with comments, or Codex TOML).
 
@@ -121,14 +126,13 @@ def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
     from toolpin.clients.wrap import recognise_wrap
 
     environ = os.environ if environ is None else environ
+    if not os.path.lexists(path):
+        raise ConfigError(f"no config at {path}", advice="Give one with --config FILE.")
+    data = read_input(path, cap=MAX_CONFIG_BYTES, error=ConfigError)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ConfigError(f"no config at {path}", advice="Give one with --config FILE.") from None
-    except IsADirectoryError:
-        raise ConfigError(f"cannot read {path}: it is a directory") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ConfigError(f"cannot read {path}: not UTF-8 text") from None
     dialect = "codex" if path.suffix == ".toml" else "auto"
     try:
         document = open_document(text, dialect)  # type: ignore[arg-type]

@@ -52,6 +52,14 @@ class Entry:
     """The entry as parsed (for policy files)."""
 
 
+def _env_text(value: object) -> str:
+    from toolpin.clients.jsonc import RawNumber
+
+    if isinstance(value, RawNumber):
+        return value.raw
+    return json.dumps(value, default=str)
+
+
 def classify(name: str, path: EntryPath, scope: str | None, value: object) -> Entry:
     """What kind of server ``value`` describes."""
     if not isinstance(value, dict):
@@ -59,9 +67,7 @@ def classify(name: str, path: EntryPath, scope: str | None, value: object) -> En
     env_raw = value.get("env", value.get("environment"))
     env: tuple[tuple[str, str], ...] = ()
     if isinstance(env_raw, dict):
-        env = tuple(
-            (str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in env_raw.items()
-        )
+        env = tuple((str(k), v if isinstance(v, str) else _env_text(v)) for k, v in env_raw.items())
     url = next((value[k] for k in REMOTE_KEYS if isinstance(value.get(k), str)), None)
     if url is not None or value.get("type") in REMOTE_TYPES:
         return Entry(name, path, scope, "remote", url=url, env=env, value=value)

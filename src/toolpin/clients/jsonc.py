@@ -13,6 +13,8 @@ each value to its span, and edits that splice text into exactly those spans.
 * :func:`tokenize` yields every token with its offsets, comments and whitespace included.
 * :func:`parse` builds :class:`Node` values (objects keep member order and spans);
   a repeated member name is refused, as clients would silently keep one of them.
+  Numbers are never re-encoded: the value of one too long for Python to hold is a
+  :class:`RawNumber` carrying its text.
 * Edits return new text: :func:`replace_value`, :func:`insert_member`,
   :func:`delete_member`, :func:`insert_items`, :func:`delete_items`. Inserted text
   copies the neighbours' indentation, separator style and line ending, so an insert
@@ -22,6 +24,7 @@ each value to its span, and edits that splice text into exactly those spans.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +39,32 @@ _NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
 _SPACE = re.compile(r"[ \t\r\n\ufeff]+")
 _LITERALS = {"true": True, "false": False, "null": None}
 _MAX_DEPTH = 200
+
+
+@dataclass(frozen=True, slots=True)
+class RawNumber:
+    """A number Python cannot hold exactly: an integer too long to convert (beyond
+    :data:`_MAX_INT_DIGITS` digits) or a float outside the double range. Only its text is
+    kept; the editor never rewrites a span it does not edit, so the file keeps it byte
+    for byte. It is neither ``int`` nor ``str``, so no reader mistakes it for either."""
+
+    raw: str
+
+    def __str__(self) -> str:
+        return self.raw
+
+
+_MAX_INT_DIGITS = 4000  # below Python's default int/str conversion limit (4300)
+
+
+def number_value(raw: str) -> int | float | RawNumber:
+    """The value of a JSON number token: ``int``, ``float`` or :class:`RawNumber`."""
+    if any(ch in raw for ch in ".eE"):
+        value = float(raw)
+        return value if math.isfinite(value) else RawNumber(raw)
+    if len(raw) > _MAX_INT_DIGITS:
+        return RawNumber(raw)
+    return int(raw)
 
 
 class JSONCError(ConfigError):
@@ -173,8 +202,7 @@ class _Parser:
         if tok.kind == "string":
             return Node("string", tok.start, tok.end, self.string(tok))
         if tok.kind == "number":
-            num: float | int = float(raw) if any(ch in raw for ch in ".eE") else int(raw)
-            return Node("number", tok.start, tok.end, num)
+            return Node("number", tok.start, tok.end, number_value(raw))
         if tok.kind == "literal":
             return Node("literal", tok.start, tok.end, _LITERALS[raw])
         raise JSONCError("expected a value", tok.start, self.text)
@@ -185,6 +213,8 @@ class _Parser:
         except ValueError:
             raise JSONCError("bad string", tok.start, self.text) from None
         assert isinstance(out, str)
+        if not out.isascii() and any(0xD800 <= ord(ch) <= 0xDFFF for ch in out):
+            raise JSONCError("a string holds an unpaired surrogate", tok.start, self.text)
         return out
 
     def obj(self, open_tok: Token, depth: int) -> Node:

@@ -34,7 +34,7 @@ from toolpin.clients.locations import ConfigLocation
 from toolpin.core.render import visible
 from toolpin.errors import ConfigError, PackageError
 from toolpin.packages.spec import detect_package, runner_name
-from toolpin.util.fs import atomic_write, ensure_private_dir, locked, toolpin_home
+from toolpin.util.fs import atomic_write, ensure_private_dir, locked, read_input, toolpin_home
 
 MAX_CONFIG_BYTES = 32 * 1024 * 1024
 Mode = Literal["wrap", "unwrap"]
@@ -319,15 +319,14 @@ def journal_key(path: Path, entry: Entry) -> str:
 
 def _read_config(location: ConfigLocation) -> tuple[Path, bytes, str] | FilePlan | None:
     path = Path(str(location.path))
+    if not os.path.lexists(path):
+        return None
     try:
-        if not path.is_file():
-            return None
         real = path.resolve()
-        if real.stat().st_size > MAX_CONFIG_BYTES:
-            return FilePlan(location, real, error="larger than 32 MiB; left as it is")
-        data = real.read_bytes()
-    except OSError as exc:
-        return FilePlan(location, path, error=f"cannot read it ({exc.strerror or exc})")
+        data = read_input(real, what="it", cap=MAX_CONFIG_BYTES, error=ConfigError)
+    except (OSError, ConfigError) as exc:
+        reason = exc.message if isinstance(exc, ConfigError) else exc.strerror or str(exc)
+        return FilePlan(location, path, error=f"{reason}; left as it is")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -14,14 +14,19 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from toolpin.core import labels as lab
 from toolpin.core.canonical import JSONValue, canonical_json
 from toolpin.core.labels import Label
 from toolpin.core.render import clip, visible
-from toolpin.core.schemadiff import SchemaFinding, diff_schema
 from toolpin.core.snapshot import KINDS, Definition, Identity, Kind, Listing, Snapshot
+
+if TYPE_CHECKING:
+    from toolpin.core.schemadiff import SchemaFinding
+
+Status = Literal["added", "removed", "changed"]
+"""What happened to a definition (or a member, or the whole outputSchema)."""
 
 ADDED: Final = "added"
 REMOVED: Final = "removed"
@@ -44,7 +49,7 @@ class MemberChange:
     """
 
     member: str
-    change: str
+    change: Status
     detail: str = ""
 
 
@@ -54,13 +59,13 @@ class ItemChange:
 
     kind: Kind
     key: str
-    status: str
+    status: Status
     old: Definition | None = None
     new: Definition | None = None
     description_diff: tuple[str, ...] = ()
     input_findings: tuple[SchemaFinding, ...] = ()
     output_findings: tuple[SchemaFinding, ...] = ()
-    output_event: str | None = None
+    output_event: Literal["added", "removed"] | None = None
     """``"added"`` / ``"removed"`` when the whole outputSchema appeared or disappeared."""
     annotations_changed: bool = False
     members: tuple[MemberChange, ...] = ()
@@ -175,7 +180,7 @@ class Drift:
         """No definition, instruction or server-name change."""
         return not self.changes and self.instructions is None and not self.identity.name_changed
 
-    def of_kind(self, kind: Kind, status: str | None = None) -> list[ItemChange]:
+    def of_kind(self, kind: Kind, status: Status | None = None) -> list[ItemChange]:
         """Changes of one kind, optionally of one status."""
         return [
             c for c in self.changes if c.kind is kind and (status is None or c.status == status)
@@ -245,13 +250,15 @@ def compare_listings(
     out: list[ItemChange] = []
     for key in added:
         extra = (lab.rename_label(renames[key]),) if key in renames else ()
+        # Every text rule runs over the whole new definition (as against nothing).
+        signals = lab.text_signals("", canonical_json(new_map[key].value))
         out.append(
             ItemChange(
                 kind=kind,
                 key=key,
                 status=ADDED,
                 new=new_map[key],
-                labels=lab.sort_labels((lab.added_label(kind.value), *extra)),
+                labels=lab.sort_labels((lab.added_label(kind.value), *signals, *extra)),
             )
         )
     for key in removed:
@@ -323,11 +330,13 @@ def _schema(value: JSONValue) -> JSONValue:
 
 def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
     """Explain why two definitions with the same key have different hashes."""
+    from toolpin.core.schemadiff import diff_schema  # only when something changed
+
     a, b = old.value, new.value
     desc = description_diff(a.get("description"), b.get("description"))
     input_findings: tuple[SchemaFinding, ...] = ()
     output_findings: tuple[SchemaFinding, ...] = ()
-    output_event = None
+    output_event: Literal["added", "removed"] | None = None
     annotations_changed = False
     members: list[MemberChange] = []
     fields_added: list[str] = []
@@ -335,6 +344,7 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
     fields_removed: list[str] = []
     arguments_added: list[str] = []
     hints: list[str] = []
+    other_findings: list[SchemaFinding] = []
     if kind is Kind.TOOL:
         if canonical_json(_schema(a.get("inputSchema"))) != canonical_json(
             _schema(b.get("inputSchema"))
@@ -359,8 +369,10 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
                 fields_added.append(name)
             elif finding.kind == "property_removed" and name:
                 fields_removed.append(name)
-            elif finding.kind.startswith("type_") and name:
+            elif finding.kind.startswith("type_") and finding.kind != "type_restated" and name:
                 fields_type.append(name)
+            else:
+                other_findings.append(finding)
     elif kind is Kind.PROMPT:
         args_members, arguments_added = _argument_changes(a.get("arguments"), b.get("arguments"))
         members.extend(args_members)
@@ -395,9 +407,14 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
         fields_type_changed=fields_type,
         fields_removed=fields_removed,
         arguments_added=arguments_added,
-        output_changed=output_event is not None or bool(output_findings),
+        output_changed=output_event is not None
+        or any(not lab.is_wording(f) for f in output_findings),
         hints=hints,
     )
+    structural += lab.schema_labels(other_findings)
+    non_wording = _non_wording_members(kind, a, b, members, annotations_changed)
+    if non_wording:
+        structural.append(lab.member_label(non_wording))
     change = ItemChange(
         kind=kind,
         key=new.key,
@@ -418,6 +435,65 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
         # Same members, no rule fired: still say something (never an unexplained change).
         change = _replace_members(change, (MemberChange("definition", CHANGED, "representation"),))
     return change
+
+
+def _without_wording(value: JSONValue) -> JSONValue:
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if k not in lab.WORDING_KEYWORDS}
+    return value
+
+
+def _non_wording_members(
+    kind: Kind,
+    a: Mapping[str, JSONValue],
+    b: Mapping[str, JSONValue],
+    members: Sequence[MemberChange],
+    annotations_changed: bool,
+) -> list[str]:
+    """Members that differ in more than human-language text (and have no label of their own).
+
+    The schemas have their own rules; a tool's ``title``, an annotation ``title`` and a
+    prompt argument's ``description``/``title`` are wording; permission hints and new
+    arguments are labelled elsewhere. Anything else that differs is named.
+    """
+    out: list[str] = []
+    if annotations_changed:
+        old_ann, new_ann = a.get("annotations"), b.get("annotations")
+        rest_old = {k: v for k, v in _mapping(old_ann).items() if k not in lab.HINTS}
+        rest_new = {k: v for k, v in _mapping(new_ann).items() if k not in lab.HINTS}
+        shape_changed = isinstance(old_ann, dict) != isinstance(new_ann, dict)
+        if shape_changed or canonical_json(_without_wording(rest_old)) != canonical_json(
+            _without_wording(rest_new)
+        ):
+            out.append("annotations")
+    for member in members:
+        if member.member in lab.WORDING_KEYWORDS:
+            continue
+        if member.member == "arguments" and kind is Kind.PROMPT:
+            if member.change == ADDED and member.detail:
+                continue  # "New argument"
+            if member.change == CHANGED and member.detail:
+                old_arg = _argument(a.get("arguments"), member.detail)
+                new_arg = _argument(b.get("arguments"), member.detail)
+                if canonical_json(_without_wording(old_arg)) == canonical_json(
+                    _without_wording(new_arg)
+                ):
+                    continue
+        if member.member not in out:
+            out.append(member.member)
+    return out
+
+
+def _mapping(value: JSONValue) -> dict[str, JSONValue]:
+    return value if isinstance(value, dict) else {}
+
+
+def _argument(arguments: JSONValue, name: str) -> JSONValue:
+    if isinstance(arguments, list):
+        for arg in arguments:
+            if isinstance(arg, dict) and visible(str(arg.get("name"))) == name:
+                return arg
+    return None
 
 
 def _json_type(value: JSONValue) -> str:

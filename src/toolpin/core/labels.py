@@ -19,10 +19,13 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from toolpin.core.canonical import JSONValue
 from toolpin.core.render import clip, visible
+
+if TYPE_CHECKING:
+    from toolpin.core.schemadiff import SchemaFinding
 
 HIGH: Final = "high"
 MEDIUM: Final = "medium"
@@ -119,7 +122,7 @@ def text_signals(old: str, new: str) -> list[Label]:
 
 # ----------------------------------------------------------------------------- structure
 
-_HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
 
 def _names(names: Iterable[str], limit: int = 6) -> str:
@@ -144,7 +147,7 @@ def hint_changes(old: Mapping[str, JSONValue], new: Mapping[str, JSONValue]) -> 
     old_ann = old_ann if isinstance(old_ann, dict) else {}
     new_ann = new_ann if isinstance(new_ann, dict) else {}
     out = []
-    for hint in _HINTS:
+    for hint in HINTS:
         a, b = old_ann.get(hint), new_ann.get(hint)
         if a != b or type(a) is not type(b):
             out.append(f"{hint} {_hint(a)} to {_hint(b)}")
@@ -177,6 +180,65 @@ def structural_labels(
     if hints:
         labels.append(Label("hints", HIGH, "Permission hint changed: " + ", ".join(hints)))
     return labels
+
+
+WORDING_KEYWORDS: Final = frozenset({"description", "title"})
+"""The members that hold human-language text: changing only these is "wording only"."""
+
+_TIGHTENING: Final = frozenset(
+    {
+        "schema-required-added",
+        "schema-enum-narrowed",
+        "schema-enum-added",
+        "schema-type-narrowed",
+        "schema-constraint-tightened",
+        "schema-additional-props-closed",
+        "schema-branch-removed",
+    }
+)
+
+
+def is_wording(finding: SchemaFinding) -> bool:
+    """A schema finding that only changes human-language text (a description or title)."""
+    return finding.kind == "keyword_changed" and finding.detail in WORDING_KEYWORDS
+
+
+def schema_labels(findings: Sequence[SchemaFinding]) -> list[Label]:
+    """Labels for the schema findings no field label covers, by effect.
+
+    A finding that widens the schema is "Schema widened"; one whose class tightens it is
+    "Schema tightened"; every other non-wording finding (reorders, annotations such as
+    ``default`` or ``examples``, ``$schema``, ``$ref``, definitions, an undecidable
+    change) is "Schema changed". Only description and title changes get no label here.
+    """
+    widened: list[str] = []
+    tightened: list[str] = []
+    other: list[str] = []
+    for finding in findings:
+        if is_wording(finding):
+            continue
+        place = finding.path or "(root)"
+        if finding.kind.startswith("required_") and finding.detail:
+            place = f"required {finding.detail}"
+        if finding.widened:
+            widened.append(place)
+        elif finding.cls in _TIGHTENING:
+            tightened.append(place)
+        else:
+            other.append(f"{place} ({finding.kind})")
+    labels = []
+    if widened:
+        labels.append(Label("schema-widened", MEDIUM, f"Schema widened: {_names(widened)}"))
+    if tightened:
+        labels.append(Label("schema-tightened", LOW, f"Schema tightened: {_names(tightened)}"))
+    if other:
+        labels.append(Label("schema-changed", MEDIUM, f"Schema changed: {_names(other)}"))
+    return labels
+
+
+def member_label(members: Sequence[str]) -> Label:
+    """Members other than the wording ones differ (``annotations``, ``_meta``, ``icons``...)."""
+    return Label("member-changed", MEDIUM, f"Definition changed: {_names(members)}")
 
 
 WORDING: Final = Label("wording", LOW, "Wording only")

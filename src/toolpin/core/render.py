@@ -6,6 +6,9 @@
   ``\\u{hex}`` escape. Every server-provided string passes through it before display.
 * :func:`definition_diff` is the human diff of two definitions: a line diff of their
   pretty-printed canonical JSON, with long unchanged runs collapsed.
+* :func:`safe_json` is the one way toolpin writes JSON for people and pipes (every
+  ``--json``): valid UTF-8 JSON in which every character :func:`visible` would escape is
+  a ``\\uXXXX`` escape, so no string can drive a terminal.
 * :class:`Line` carries a style name; :func:`to_text` turns styled lines into plain or
   ANSI-coloured text. Whether to colour is the caller's decision (a TTY, and never with
   ``NO_COLOR``): this module is part of the pure core and does no I/O.
@@ -85,6 +88,36 @@ def visible(text: str, *, multiline: bool = False) -> str:
     return _pattern("multiline" if multiline else "one-line").sub(_escape, text)
 
 
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def safe_json(
+    value: object,
+    *,
+    indent: int | None = 2,
+    sort_keys: bool = False,
+    ensure_ascii: bool = False,
+) -> str:
+    """``json.dumps`` for output: no string in it can drive or fool a terminal.
+
+    C0 and C1 controls, DEL, bidi controls, zero-width and invisible characters, tag
+    characters, variation selectors and unpaired surrogates are written as ``\\uXXXX``
+    (astral ones as a surrogate pair), so the text is always valid UTF-8 and parses back
+    to the same value. Other non-ASCII text stays readable unless ``ensure_ascii``.
+    """
+    import json
+
+    text = json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
+    if text.isascii():
+        return text
+    return _pattern("plain").sub(_json_escape, text)
+
+
 def has_unsafe(text: str) -> bool:
     """True when :func:`visible` would change ``text`` (newlines and tabs excepted)."""
     return _pattern("plain").search(text) is not None
@@ -139,6 +172,45 @@ COLLAPSE_AFTER: Final = 3
 def pretty_lines(value: JSONValue) -> list[str]:
     """Pretty-printed canonical JSON of ``value``, every line made visible."""
     return [visible(line, multiline=False) for line in pretty_json(value).split("\n")]
+
+
+WRAP_WIDTH: Final = 100
+"""Lines of a review longer than this are wrapped (never cut)."""
+_CONTINUED: Final = "↪ "
+
+
+def wrap_line(text: str, width: int = WRAP_WIDTH) -> list[str]:
+    """``text`` (already visible) cut into pieces of at most ``width`` characters.
+
+    Nothing is dropped: joining the pieces gives ``text`` back. A cut never falls inside
+    a ``\\u{...}`` escape, so every escape stays readable on one line.
+    """
+    if len(text) <= width:
+        return [text]
+    out = []
+    start = 0
+    while len(text) - start > width:
+        cut = start + width
+        space = text.rfind(" ", max(start + 1, cut - 24), cut)
+        if space > start:
+            cut = space + 1  # after a space: words stay whole where they can
+        escape = text.rfind("\\u{", max(start, cut - 12), cut)
+        if escape > start and text.find("}", escape, cut) < 0:
+            cut = escape
+        out.append(text[start:cut])
+        start = cut
+    out.append(text[start:])
+    return out
+
+
+def wrapped(lines: Iterable[Line], width: int = WRAP_WIDTH, *, indent: str = "") -> list[Line]:
+    """Styled lines with every long line wrapped; continuations start with ``↪``."""
+    out: list[Line] = []
+    for line in lines:
+        pieces = wrap_line(line.text, width)
+        out.append(Line(pieces[0], line.style))
+        out.extend(Line(f"{indent}{_CONTINUED}{piece}", line.style) for piece in pieces[1:])
+    return out
 
 
 def line_diff(

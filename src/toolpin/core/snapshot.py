@@ -27,6 +27,7 @@ from toolpin.core.canonical import (
     EMPTY_SET_HASH,
     JSONValue,
     canonical_bytes,
+    canonical_many,
     instructions_hash,
     set_hash,
     utf16_key,
@@ -156,12 +157,19 @@ class Listing:
     @classmethod
     def parse(cls, kind: Kind, raw_items: Iterable[JSONValue]) -> Listing:
         """Hash raw definitions (already parsed JSON) into a listing."""
-        definitions = []
         label = kind.value.replace("_", " ")
-        for raw in raw_items:
+        values = list(raw_items)
+        key_member = kind.key_member
+        for raw in values:
             if not isinstance(raw, dict):
                 raise ListingError(f"each {label} must be a JSON object")
-            definitions.append(Definition.of(kind, raw))
+            if not isinstance(raw.get(key_member), str):
+                raise ListingError(f"each {label} needs a string {key_member}")
+        sha256 = hashlib.sha256
+        definitions = [
+            Definition(key=raw[key_member], hash=sha256(data).hexdigest(), value=dict(raw))
+            for raw, data in zip(values, canonical_many(values), strict=True)
+        ]
         return cls.of(kind, definitions)
 
     def by_key(self) -> dict[str, Definition]:

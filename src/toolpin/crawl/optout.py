@@ -14,6 +14,7 @@ from typing import Final
 
 from toolpin.crawl.candidates import Candidate
 from toolpin.errors import InputError
+from toolpin.util.fs import read_input
 
 OPTOUT_FILE: Final = "OPTOUT.txt"
 MAX_OPTOUT_BYTES: Final = 4 << 20
@@ -42,13 +43,7 @@ def load_optout(directories: Iterable[Path]) -> frozenset[str]:
         if key in seen or not path.is_file():
             continue
         seen.add(key)
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(MAX_OPTOUT_BYTES + 1)
-        except OSError as exc:
-            raise InputError(f"cannot read {path} ({exc.strerror})") from None
-        if len(data) > MAX_OPTOUT_BYTES:
-            raise InputError(f"{path} is larger than {MAX_OPTOUT_BYTES >> 20} MiB")
+        data = read_input(path, cap=MAX_OPTOUT_BYTES)
         try:
             names |= parse_optout(data.decode("utf-8-sig"))
         except UnicodeDecodeError:

@@ -51,7 +51,7 @@ from toolpin.core.canonical import (
 from toolpin.core.render import visible
 from toolpin.core.snapshot import KINDS, Definition, Identity, Kind, Listing, Snapshot
 from toolpin.errors import InputError, JSONError, ListingError, LockfileError
-from toolpin.util.fs import atomic_write
+from toolpin.util.fs import atomic_write, read_input
 
 FORMAT_KEY: Final = "toolpinLock"
 FORMAT_VERSION: Final = 1
@@ -205,19 +205,15 @@ def read_lock(path: Path, *, data: bytes | None = None) -> Lockfile:
 
 
 def read_bytes(path: Path, error: type[InputError] = LockfileError) -> bytes:
-    """Read a file, turning OS errors into one-line ``error`` (default :class:`LockfileError`)."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise error(f"cannot read {path}: no such file") from None
-    except IsADirectoryError:
-        raise error(f"cannot read {path}: it is a directory") from None
-    except OSError as exc:
-        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
+    """Read a file through the bounded reader; faults raise ``error`` (one line, exit 2)."""
+    return read_input(path, error=error)
 
 
-def lock_from_json(doc: JSONValue, *, path: Path, intact: bool = False) -> Lockfile:
-    """Verify a parsed lock document."""
+def lock_from_json(
+    doc: JSONValue, *, path: Path, intact: bool = False, trusted: bool = False
+) -> Lockfile:
+    """Verify a parsed lock document. ``trusted=True`` takes the recorded hashes without
+    re-hashing: only for bytes verified in full before (:mod:`toolpin.lockfile.verified`)."""
     if not isinstance(doc, dict) or FORMAT_KEY not in doc:
         raise LockfileError(f"{path} is not a toolpin lockfile")
     version = doc[FORMAT_KEY]
@@ -231,7 +227,7 @@ def lock_from_json(doc: JSONValue, *, path: Path, intact: bool = False) -> Lockf
         raise LockfileError(f"{path} has no servers object")
     entries = {}
     for name, raw in servers.items():
-        entries[name] = entry_from_json(raw, path=path, name=name)
+        entries[name] = entry_from_json(raw, path=path, name=name, trusted=trusted)
     return Lockfile(servers=entries, intact=intact)
 
 

@@ -9,8 +9,11 @@ every change carries triage labels. ``check`` also reads that tool's lockfiles.
 Soundness of ``check``: the verdict always comes from a full verification of both files:
 the export parsed strictly and hashed, and every definition of the lock re-hashed against
 the hash recorded beside it. Nothing in a lock is trusted because of how it looks: a
-lock's own digest is unkeyed, so anyone who edits a lock can recompute it. The one
-shortcut is a per-machine record of verified results (``$TOOLPIN_HOME/cache/check``):
+lock's own digest is unkeyed, so anyone who edits a lock can recompute it. There are two
+shortcuts, both per-machine records keyed by the SHA-256 of exact bytes, both skipped by
+``check --no-cache``. The lock's own verification is remembered by
+:mod:`toolpin.lockfile.verified` (the same lock bytes are not re-hashed; the listing
+always is). And a record of verified results (``$TOOLPIN_HOME/cache/check``):
 after a full check finds nothing changed, the SHA-256 of the exact lock and export bytes
 (plus toolpin's version and the entry name) is remembered, and a later check of the very
 same bytes returns that verdict without re-hashing. Only toolpin writes that directory,
@@ -33,11 +36,13 @@ from toolpin.core.canonical import JSONValue, parse_json
 from toolpin.core.drift import Drift, IdentityReport, compare
 from toolpin.core.snapshot import Export, Identity, Kind, snapshot_from_export
 from toolpin.errors import InputError, JSONError, ListingError, LockfileError, StoreError
+from toolpin.lockfile import verified as verified_locks
 from toolpin.lockfile.legacy import NOTE as LEGACY_NOTE
 from toolpin.lockfile.legacy import check_legacy, looks_legacy, read_legacy
 from toolpin.lockfile.native import (
     FORMAT_KEY,
     LockEntry,
+    Lockfile,
     lock_from_json,
     read_bytes,
     write_lock,
@@ -214,8 +219,14 @@ def check(
     *,
     entry_name: str | None = None,
     use_cache: bool = True,
+    result_cache: bool = True,
 ) -> CheckResult:
     """Check an export against a lock; never modifies the lock.
+
+    ``use_cache=False`` verifies both files in full and touches no record on this machine
+    (``check --no-cache``); ``result_cache=False`` skips only the verified-result record,
+    so the listing is always checked in full (the lock's own verification may still be
+    remembered, see :mod:`toolpin.lockfile.verified`).
 
     Both files are always verified in full (the listing parsed strictly and hashed, every
     definition of the lock re-hashed), unless this machine already did exactly that for
@@ -227,12 +238,12 @@ def check(
     except LockfileError:
         load_listing(listing_paths, raws)  # as mcp-tool-pin-check: listing errors come first
         raise
-    key = _cache_key(raws, lock_data, entry_name) if use_cache else None
+    key = _cache_key(raws, lock_data, entry_name) if use_cache and result_cache else None
     if key is not None:
         cached = _cached_result(key)
         if cached is not None:
             return cached
-    result = _full_check(listing_paths, raws, lock_path, lock_data, entry_name)
+    result = _full_check(listing_paths, raws, lock_path, lock_data, entry_name, use_cache=use_cache)
     if key is not None and result.ok:
         _remember(key, result)
     return result
@@ -244,10 +255,18 @@ def _full_check(
     lock_path: Path,
     lock_data: bytes,
     entry_name: str | None,
+    *,
+    use_cache: bool = True,
 ) -> CheckResult:
     listing = load_listing(listing_paths, raws)
     # toolpin writes its format key first; a legacy lock is parsed with Python numbers.
     toolpin_format = b'"toolpinLock"' in lock_data
+    if toolpin_format and use_cache and verified_locks.known(lock_data):
+        # These exact bytes passed the strict parse and every hash before (see
+        # toolpin.lockfile.verified): read them with the C parser, take the hashes.
+        doc = json.loads(lock_data.removeprefix(b"\xef\xbb\xbf"))
+        lock = lock_from_json(doc, path=lock_path, trusted=True)
+        return _check_toolpin(listing, lock, lock_path, entry_name)
     try:
         doc = parse_json(lock_data, allow_bom=True, numbers="js" if toolpin_format else "python")
     except JSONError as exc:
@@ -256,23 +275,29 @@ def _full_check(
         if not toolpin_format:  # pragma: no cover - the key is always spelled as above
             doc = parse_json(lock_data, allow_bom=True)
         lock = lock_from_json(doc, path=lock_path)
-        name, entry = _pick_entry(
-            lock.servers, entry_name, listing.export.snapshot.identity, lock_path
-        )
-        drift = compare(entry.snapshot, listing.export.snapshot)
-        notes = tuple(f"not checked: {part}" for part in drift.not_checked)
-        return CheckResult(
-            drift=drift,
-            lock_format="toolpin",
-            source=entry.source,
-            pinned_at=entry.pinned_at,
-            entry_name=name,
-            notes=notes,
-            partial=listing.export.partial,
-        )
+        if use_cache:
+            verified_locks.remember(lock_data)
+        return _check_toolpin(listing, lock, lock_path, entry_name)
     if looks_legacy(doc):
         return _check_legacy(listing, lock_path, doc)
     raise LockfileError(f"{lock_path} is not a tool pin lockfile")
+
+
+def _check_toolpin(
+    listing: Listing, lock: Lockfile, lock_path: Path, entry_name: str | None
+) -> CheckResult:
+    name, entry = _pick_entry(lock.servers, entry_name, listing.export.snapshot.identity, lock_path)
+    drift = compare(entry.snapshot, listing.export.snapshot)
+    notes = tuple(f"not checked: {part}" for part in drift.not_checked)
+    return CheckResult(
+        drift=drift,
+        lock_format="toolpin",
+        source=entry.source,
+        pinned_at=entry.pinned_at,
+        entry_name=name,
+        notes=notes,
+        partial=listing.export.partial,
+    )
 
 
 def _check_legacy(listing: Listing, lock_path: Path, lock_doc: JSONValue) -> CheckResult:

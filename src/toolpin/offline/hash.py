@@ -23,7 +23,8 @@ from toolpin.core.canonical import (
     utf16_key,
 )
 from toolpin.core.snapshot import KINDS, Kind
-from toolpin.errors import InputError, JSONError, ListingError
+from toolpin.errors import JSONError, ListingError
+from toolpin.util.fs import read_input
 
 
 @dataclass(frozen=True)
@@ -62,10 +63,7 @@ class HashReport:
 
 
 def _read(path: Path) -> JSONValue:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    data = read_input(path)
     try:
         return parse_json(data, allow_bom=True, allow_lone_surrogates=True)
     except JSONError as exc:

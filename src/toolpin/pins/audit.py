@@ -21,9 +21,13 @@ from typing import Any, Final
 from toolpin.core.canonical import canonical_bytes, normalize, parse_json
 from toolpin.errors import JSONError, StoreError
 from toolpin.util.clock import utc_now
-from toolpin.util.fs import locked
+from toolpin.util.fs import locked, read_input
 
 GENESIS: Final = "0" * 64
+MAX_LOG_BYTES: Final = 1 << 30
+"""The largest audit log ``verify`` reads (about three million entries)."""
+MAX_ENTRY_BYTES: Final = 1 << 20
+"""The longest audit entry: toolpin writes a few hundred bytes (ids, hashes, label keys)."""
 
 
 def now_iso() -> str:
@@ -37,26 +41,46 @@ def _entry_hash(entry: Mapping[str, Any]) -> str:
 
 
 def _last_line(path: Path) -> bytes | None:
+    """The last non-empty line of the log, reading only its own bytes from the end.
+
+    Each chunk read backwards is searched once, so the cost is O(length of the last
+    entry). A tail longer than :data:`MAX_ENTRY_BYTES` without a line break cannot be an
+    entry toolpin wrote: it fails closed at once instead of scanning the whole file.
+    """
     try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            if size == 0:
-                return None
-            step = 4096
-            position = size
-            buffer = b""
-            while position > 0:
-                read = min(step, position)
-                position -= read
-                handle.seek(position)
-                buffer = handle.read(read) + buffer
-                stripped = buffer.rstrip(b"\n")
-                if b"\n" in stripped:
-                    return stripped.rsplit(b"\n", 1)[1]
-            return buffer.rstrip(b"\n") or None
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        position = os.fstat(fd).st_size
+        step = 64 * 1024
+        chunks: list[bytes] = []
+        scanned = 0
+        started = False  # past the trailing newlines
+        while position > 0:
+            read = min(step, position)
+            position -= read
+            chunk = os.pread(fd, read, position)
+            scanned += len(chunk)
+            if not started:
+                chunk = chunk.rstrip(b"\n")
+                started = bool(chunk)
+            if started:
+                cut = chunk.rfind(b"\n")
+                if cut >= 0:
+                    chunks.append(chunk[cut + 1 :])
+                    break
+                chunks.append(chunk)
+            if scanned > MAX_ENTRY_BYTES + 1:
+                raise StoreError(
+                    f"the audit log {path} ends with a corrupt line",
+                    advice="Run `toolpin verify` to see where; restore the file from a backup.",
+                )
+    finally:
+        os.close(fd)
+    return b"".join(reversed(chunks)) or None
 
 
 def append(path: Path, event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -101,12 +125,9 @@ class ChainReport:
 
 def verify_chain(path: Path) -> ChainReport:
     """Walk the chain: every line parses, links to its predecessor and matches its hash."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return ChainReport(entries=0, ok=True)
-    except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+    data = read_input(path, cap=MAX_LOG_BYTES, error=StoreError)
     prev = GENESIS
     count = 0
     for number, raw in enumerate(data.split(b"\n"), start=1):

@@ -35,7 +35,7 @@ from toolpin.lockfile.native import (
     entry_json,
 )
 from toolpin.pins import audit
-from toolpin.util.fs import atomic_write, ensure_private_dir, locked, toolpin_home
+from toolpin.util.fs import atomic_write, ensure_private_dir, locked, read_input, toolpin_home
 
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift
@@ -102,12 +102,12 @@ class PinStore:
     def load(self, server_id: str) -> PinRecord | None:
         """The pin of a server, ``None`` when there is none; :class:`StoreError` when corrupt."""
         path = self.path_for(server_id)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             return None
-        except OSError as exc:
-            raise self._corrupt(path, exc.strerror or str(exc)) from None
+        try:
+            data = read_input(path, error=StoreError)
+        except StoreError as exc:
+            raise self._corrupt(path, exc.message.rpartition(": ")[2]) from None
         return self._decode(path, data, server_id)
 
     def _corrupt(self, path: Path, why: str) -> StoreError:

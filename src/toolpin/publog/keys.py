@@ -79,13 +79,19 @@ def load_signer(path: str | Path | None = None, *, env: Mapping[str, str] | None
     """The signer from key file ``path``, else from ``$TOOLPIN_LOG_KEY`` (the key text)."""
     environ = os.environ if env is None else env
     if path is not None:
+        from toolpin.util.fs import read_input
+
+        data = read_input(
+            path,
+            what=f"the key file {path}",
+            cap=64 * 1024,
+            error=LogError,
+            missing=f"the key file {path} does not exist",
+        )
         try:
-            text = Path(path).read_text(encoding="ascii")
-        except FileNotFoundError:
-            raise LogError(f"the key file {path} does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or "not ASCII text"
-            raise LogError(f"the key file {path} cannot be read ({reason})") from None
+            text = data.decode("ascii")
+        except UnicodeDecodeError:
+            raise LogError(f"the key file {path} cannot be read (not ASCII text)") from None
         source = f"the key file {path}"
     elif environ.get(ENV_LOG_KEY):
         text = environ[ENV_LOG_KEY]

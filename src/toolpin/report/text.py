@@ -8,8 +8,8 @@ made visible first. Pure core: returns styled lines, prints nothing.
 from __future__ import annotations
 
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange
-from toolpin.core.render import Line, clip, definition_diff, text_diff, visible
-from toolpin.core.schemadiff import finding_line
+from toolpin.core.render import Line, clip, definition_diff, pretty_lines, text_diff, visible
+from toolpin.core.render import wrapped as _wrapped
 from toolpin.core.snapshot import Kind
 
 _NAME_WIDTH = 28
@@ -34,7 +34,7 @@ def _item_diff(change: ItemChange) -> list[Line]:
     kind_prefix = "" if change.kind is Kind.TOOL else f"{change.kind.value}:"
     name = visible(change.key)
     if change.status == ADDED:
-        return [Line(f"+ {change.kind.value.replace('_', ' ')} added: {name}", "add")]
+        return added_lines(change)
     if change.status == REMOVED:
         return [Line(f"- {change.kind.value.replace('_', ' ')} removed: {name}", "del")]
     assert change.old is not None and change.new is not None
@@ -45,12 +45,39 @@ def _item_diff(change: ItemChange) -> list[Line]:
     return lines
 
 
-def change_details(change: ItemChange) -> list[tuple[str, str | None]]:
-    """Schema findings and member changes of a changed item, as (text, style) pairs."""
-    out: list[tuple[str, str | None]] = [
+def added_lines(change: ItemChange) -> list[Line]:
+    """An added definition in full: its labels, then its pretty canonical JSON.
+
+    This is exactly what the server now sends the model for that item, every line made
+    visible and wrapped, never cut, so approving it approves text a person was shown.
+    """
+    assert change.new is not None
+    what = change.kind.value.replace("_", " ")
+    lines = [Line(f"+ {what} added: {visible(change.key)}", "add")]
+    extra = [label.text for label in change.labels[1:]]
+    if extra:
+        lines.append(Line(f"  labels: {'; '.join(extra)}", change.level))
+    lines.extend(Line(f"  + {text}", "add") for text in pretty_lines(change.new.value))
+    return lines
+
+
+def change_details(change: ItemChange, *, headed: bool = False) -> list[tuple[str, str | None]]:
+    """Schema findings and member changes of a changed item, as (text, style) pairs.
+
+    With ``headed`` the input and output findings each follow a ``schema:`` /
+    ``output schema:`` heading (``toolpin check``'s layout).
+    """
+    from toolpin.core.schemadiff import finding_line  # a changed tool only
+
+    out: list[tuple[str, str | None]] = []
+    if headed and change.input_findings:
+        out.append(("schema:", None))
+    out.extend(
         (visible(finding_line(finding)), "medium" if finding.widened else None)
         for finding in change.input_findings
-    ]
+    )
+    if headed and (change.output_event or change.output_findings):
+        out.append(("output schema:", None))
     if change.output_event == ADDED:
         out.append(("output changed: outputSchema added (not present in the pin)", None))
     elif change.output_event == REMOVED:
@@ -87,6 +114,7 @@ def full_diff(drift: Drift) -> list[Line]:
     for change in drift.changes:
         if change.status != CHANGED:
             out.extend(_item_diff(change))
+    out = _wrapped(out, indent="    ")
     identity = drift.identity
     if identity.name_changed and identity.pinned and identity.current:
         out.append(

@@ -1,5 +1,5 @@
 """Filesystem helpers shared by every I/O layer: where toolpin keeps its state,
-atomic writes and cross-process locks.
+the one bounded reader of every file a command takes, atomic writes and cross-process locks.
 
 Atomic write = a temporary file in the same directory, written, flushed and fsynced,
 then ``os.replace`` over the target and an fsync of the directory, so a reader sees
@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from toolpin.errors import StoreError
+from toolpin.errors import InputError, StoreError
 
 ENV_HOME = "TOOLPIN_HOME"
+
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+"""The default cap of :func:`read_input` (the canonical parser's document limit)."""
+
+PIPE_TIMEOUT = 10.0
+"""Seconds :func:`read_input` waits on a pipe with nothing arriving before it gives up."""
+ENV_PIPE_TIMEOUT = "TOOLPIN_PIPE_TIMEOUT"
 
 
 def toolpin_home() -> Path:
@@ -26,6 +33,123 @@ def toolpin_home() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("toolpin", appauthor=False))
+
+
+def _size_text(cap: int) -> str:
+    if cap % (1024 * 1024) == 0:
+        return f"{cap // (1024 * 1024)} MiB"
+    return f"{cap} bytes"
+
+
+def _pipe_timeout() -> float:
+    try:
+        value = float(os.environ.get(ENV_PIPE_TIMEOUT, ""))
+    except ValueError:
+        return PIPE_TIMEOUT
+    return value if 0 < value <= 3600 else PIPE_TIMEOUT
+
+
+def read_input(
+    name: str | os.PathLike[str],
+    *,
+    what: str = "",
+    cap: int = MAX_INPUT_BYTES,
+    error: type[Exception] = InputError,
+    missing: str | None = None,
+) -> bytes:
+    """The bytes of a file a command was given, bounded: at most ``cap`` bytes, then parse.
+
+    ``-`` is standard input. A regular file is read up to ``cap + 1`` bytes (one more
+    than allowed, to tell "exactly the cap" from "larger"); a pipe or FIFO
+    (``--listing <(cmd)``) is read with the same cap, and gives up with a clear error when
+    nothing arrives for :data:`PIPE_TIMEOUT` seconds (a FIFO nobody writes to). Anything
+    else (a directory, ``/dev/zero``, a socket) is refused. Every failure raises
+    ``error`` (default :class:`InputError`, exit 2) with a one-line message naming the
+    file as ``what`` (or its path); ``missing`` overrides the message for a missing file.
+    """
+    import stat
+
+    label = what or str(name)
+
+    def fail(reason: str) -> Exception:
+        return error(f"cannot read {label}: {reason}")
+
+    if str(name) == "-":
+        fd, owned = 0, False
+    else:
+        try:
+            fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise (error(missing) if missing else fail("no such file")) from None
+        except IsADirectoryError:
+            raise fail("it is a directory") from None
+        except OSError as exc:
+            raise fail(exc.strerror or type(exc).__name__) from None
+        owned = True
+    try:
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError as exc:
+            raise fail(exc.strerror or type(exc).__name__) from None
+        if stat.S_ISREG(mode):
+            data = _read_regular(fd, cap, fail)
+        elif stat.S_ISFIFO(mode) or (not owned and not stat.S_ISDIR(mode)):
+            data = _read_pipe(fd, cap, fail)
+        elif stat.S_ISDIR(mode):
+            raise fail("it is a directory")
+        else:
+            raise fail("not a regular file (a device or socket); give a file, a pipe or -")
+    finally:
+        if owned:
+            os.close(fd)
+    if len(data) > cap:
+        raise fail(f"larger than {_size_text(cap)}")
+    return data
+
+
+def _read_regular(fd: int, cap: int, fail: Callable[[str], Exception]) -> bytes:
+    chunks: list[bytes] = []
+    left = cap + 1
+    while left > 0:
+        try:
+            chunk = os.read(fd, min(left, 1 << 24))
+        except OSError as exc:
+            raise fail(exc.strerror or type(exc).__name__) from None
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_pipe(fd: int, cap: int, fail: Callable[[str], Exception]) -> bytes:
+    import select
+    import time
+
+    timeout = _pipe_timeout()
+    chunks: list[bytes] = []
+    total = 0
+    deadline = time.monotonic() + timeout
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    while total <= cap:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise fail(f"nothing arrived within {timeout:g} s (a pipe nobody writes to?)")
+        if not poller.poll(int(remaining * 1000) + 1):
+            continue
+        try:
+            chunk = os.read(fd, min(cap + 1 - total, 1 << 20))
+        except BlockingIOError:
+            continue
+        except OSError as exc:
+            raise fail(exc.strerror or type(exc).__name__) from None
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        deadline = time.monotonic() + timeout
+    return b"".join(chunks)
 
 
 def ensure_private_dir(path: Path) -> Path:
