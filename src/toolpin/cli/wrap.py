@@ -145,8 +145,6 @@ def wrap_command(
     chosen = uvx_launcher() if launcher == "uvx" else installed_launcher()
     if not force:
         check_launcher(chosen.argv)
-    if chosen.note:
-        click.echo(f"note: {chosen.note}", err=True)
     plan = plan_wrap(_locations(configs, project), launcher=chosen, lock=lock, held=held)
     if _nothing_found(plan, "wrap"):
         return 0
@@ -159,6 +157,8 @@ def wrap_command(
         else:
             click.echo("Nothing to change: every local server found is already protected.")
         return unreadable
+    if chosen.note:
+        click.echo(f"note: {chosen.note}", err=True)
     if not _confirm(
         f"Protect {count} server(s)? Each file is backed up first. [y/N]", yes, dry_run
     ):
