@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from toolpin.errors import ProbeError
-from toolpin.probe.session import ProbeResult, probe_stdio
+from toolpin.probe.conversation import ProbeResult
+from toolpin.probe.stdio import probe_stdio
 
 SERVERS = Path(__file__).parents[1] / "teamlock" / "servers"
 RAW = SERVERS / "raw_server.py"
@@ -182,7 +183,7 @@ def test_server_ignoring_discover_falls_back_after_the_discover_timeout(tmp_path
     record = tmp_path / "in.jsonl"
     argv = raw(tmp_path, discover="ignore", record=str(record))
 
-    result = probe_stdio(argv, timeout=20, discover_timeout=0.3)
+    result = probe_stdio(argv, timeout=20, fallback_after=0.3)
 
     assert result.era == "handshake"
     assert tool_names(result) == ["count", "search"]

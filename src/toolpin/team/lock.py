@@ -5,7 +5,7 @@ fills ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` from the environment th
 clients do, resolves the exact package version and registry digest behind each server
 (npm ``dist.integrity``, PyPI file hashes, an OCI digest written in the command), starts
 each local server at exactly that version, reads everything the model would read
-(:mod:`toolpin.probe.session`; no tool is ever called), and writes one lock entry per server keyed
+(:mod:`toolpin.probe.stdio`; no tool is ever called), and writes one lock entry per server keyed
 by its config name. The entry's ``id`` is computed from the command *as written* (before
 expansion), so it is the same on every machine. Servers start where a client starts them
 (the project directory, or their ``cwd`` relative to it); servers the config disables are
@@ -139,7 +139,7 @@ def recorded_capabilities(entry: LockEntry | None) -> tuple[str, ...]:
 def _probe(
     server: ConfiguredServer, argv: Sequence[str], opts: _Options, caps: tuple[str, ...]
 ) -> Snapshot:
-    from toolpin.probe.session import probe_stdio
+    from toolpin.probe.stdio import probe_stdio
 
     result = probe_stdio(
         argv,
