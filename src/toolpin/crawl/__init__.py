@@ -9,7 +9,7 @@ Modules (each small, each importable on its own; nothing heavy at import time he
     stdio        sandboxed stdio probe (toolpin.probe.probe_stdio + a bounded stderr tail)
     install      npm / PyPI package install into a scratch prefix (--allow-exec only)
     ssrf         the SSRF guard: URL checks, connect-time address checks, redirects
-    (the Streamable HTTP probe is toolpin.probe.http)
+    streamable   the Streamable HTTP probe (both protocol eras) through the guard
     limits       validation caps (rejected, never truncated)
     record       the observation record (one log entry per change) and its blob
     state        SQLite crawl state (liveness, change windows, continuity links)
