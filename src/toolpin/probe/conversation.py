@@ -228,6 +228,7 @@ class _Talk:
         self.prefix = id_prefix
         self.inbox = Inbox()
         self.channels: list[Channel] = []
+        self._closing: list[threading.Thread] = []
         self.attempts: dict[int, tuple[Channel, _Attempt]] = {}
         self._inits = 0
         self.meta = {
@@ -246,17 +247,23 @@ class _Talk:
     def _drop(self, channel: Channel) -> None:
         self.attempts.pop(id(channel), None)
 
-    def close_all(self) -> None:
-        channels, self.channels = self.channels, []
-        if len(channels) == 1:
-            channels[0].close()
-            return
-        # Several servers to stop (a fallback connection): stop them side by side.
-        threads = [threading.Thread(target=c.close, daemon=True) for c in channels]
-        for thread in threads:
+    def _retire(self, channel: Channel) -> None:
+        """Close a connection given up on, in the background (a server process takes up
+        to a few seconds to stop; the conversation goes on meanwhile)."""
+        self._drop(channel)
+        if channel in self.channels:
+            self.channels.remove(channel)
+            thread = threading.Thread(target=channel.close, daemon=True)
             thread.start()
-        for thread in threads:
+            self._closing.append(thread)
+
+    def close_all(self) -> None:
+        """Close every connection (side by side) and wait until all are closed."""
+        for channel in list(self.channels):
+            self._retire(channel)
+        for thread in self._closing:
             thread.join()
+        self._closing = []
 
     # -- opening ----------------------------------------------------------------
 
@@ -320,7 +327,7 @@ class _Talk:
                     continue
                 refusal = {"code": -32601}  # the transport's "not here": as method not found
             else:
-                self._drop(channel)
+                self._retire(channel)
                 if event.final or era == "modern":
                     raise event.error
                 last_error = event.error
@@ -330,7 +337,7 @@ class _Talk:
                 continue
             # An error answer to the opening request.
             if attempt.method == "initialize":
-                self._drop(channel)
+                self._retire(channel)
                 last_error = ProbeError("the server refused the initialize handshake")
                 continue
             if era == "modern":
@@ -341,7 +348,7 @@ class _Talk:
                 continue
             # A 2026-era server speaking another version, or an unclassified error: the
             # handshake on a fresh connection, never on this one.
-            self._drop(channel)
+            self._retire(channel)
             last_error = ProbeError("the server refused server/discover")
             if not self._initializing():
                 self._initialize(self._connect())
@@ -349,8 +356,7 @@ class _Talk:
     def _won(self, channel: Channel, result: dict[str, Any], attempt: _Attempt) -> _Opening:
         self.attempts.clear()
         for other in [c for c in self.channels if c is not channel]:
-            other.close()
-            self.channels.remove(other)
+            self._retire(other)
         if attempt.method == "initialize":
             channel.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             return _Opening(channel, result, "handshake")

@@ -12,8 +12,9 @@ purpose. ``python raw_server.py SPEC.json [ignored args...]``. Spec members (all
 * ``start_delay``: seconds to wait before reading anything (a slow start: ``uvx`` on a
   cold cache);
 * ``discover_delay``: seconds to wait before answering ``server/discover``;
-* ``strict``: a connection that was sent ``server/discover`` serves the 2026-07-28
-  protocol only: ``initialize`` on it gets -32022 (what a real 2026-era server does);
+* ``strict``: a connection whose ``server/discover`` was answered (a result or -32022)
+  serves the 2026-07-28 protocol only: ``initialize`` on it gets -32022 (what a real
+  2026-era server does);
 * ``initialize``: ``"answer"`` (default), ``"error"`` or ``"ignore"``;
 * ``record``: a file that gets every line the server receives;
 * ``record_dir``: a folder where each server process writes the lines it receives to
@@ -136,8 +137,8 @@ def answer(msg: dict) -> dict | None:
     if method == SPEC.get("exit_on"):
         sys.exit(3)
     if method == "server/discover":
-        saw_discover = True
         mode = SPEC.get("discover", "answer")
+        saw_discover = mode in ("answer", "unsupported")
         time.sleep(float(SPEC.get("discover_delay", 0)))
         if mode == "ignore":
             return None
