@@ -90,6 +90,9 @@ class ServerOutcome:
     entry: LockEntry | None = None
     drift: Drift | None = None
     notes: tuple[str, ...] = ()
+    hints: tuple[str, ...] = ()
+    """Why a change looks driven by this machine's environment, and the fix (never an
+    acceptance: the server still differs)."""
     held: bool = False
     """The config asks for the newest package version; the lock holds this one."""
 
@@ -390,9 +393,50 @@ def _check_one(
     drift = compare(entry.snapshot, observed)
     if drift.ok:
         return ServerOutcome(server.name, "match", f"matches the lock{label}", notes=tuple(notes))
+    from toolpin.report.environment import environment_hints
+
+    hints = environment_hints(drift, machine_values(_run_env(server, opts.env())))
     return ServerOutcome(
-        server.name, "changed", "changed since it was locked", drift=drift, notes=tuple(notes)
+        server.name,
+        "changed",
+        "changed since it was locked",
+        drift=drift,
+        notes=tuple(notes),
+        hints=tuple(hints),
     )
+
+
+def machine_values(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` plus the machine facts servers commonly write into definitions, under the
+    variable that sets them when it is not set: ``TZ`` (the local timezone), ``USER``
+    and ``HOME``."""
+    import getpass
+
+    out = dict(env)
+    if "TZ" not in out:
+        zone = _local_zone()
+        if zone:
+            out["TZ"] = zone
+    if "USER" not in out:
+        with contextlib.suppress(Exception):
+            out["USER"] = getpass.getuser()
+    if "HOME" not in out:
+        home = os.path.expanduser("~")
+        if home != "~":
+            out["HOME"] = home
+    return out
+
+
+def _local_zone() -> str | None:
+    """The IANA name of the local timezone (``/etc/localtime``), when it can be told."""
+    try:
+        target = os.path.realpath("/etc/localtime")
+    except OSError:
+        return None
+    marker = "/zoneinfo/"
+    if marker not in target:
+        return None
+    return target.split(marker, 1)[1] or None
 
 
 def _check_package(
