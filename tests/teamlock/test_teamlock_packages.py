@@ -190,7 +190,6 @@ def test_check_fails_when_pypi_file_hashes_change(
         "notes-server",
         "0.9.0",
         {"notes_server-0.9.0-py3-none-any.whl": "6" * 64, "notes_server-0.9.0.tar.gz": SDIST_SHA},
-        latest=True,
     )
     result = locked_notes.toolpin("lock", "--check")
     assert result.code == 1

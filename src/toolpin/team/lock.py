@@ -182,7 +182,7 @@ def _lock_one(server: ConfiguredServer, opts: LockOptions, caps: tuple[str, ...]
     try:
         ref = None if opts.definitions_only else _detect(argv)
         if ref is not None:
-            resolved, argv, note = _resolve_for_lock(ref, argv)
+            resolved, argv, note = _resolve_for_lock(ref, argv, _where(server, opts))
             if note:
                 notes.append(note)
             if resolved is not None:
@@ -206,8 +206,14 @@ def _lock_one(server: ConfiguredServer, opts: LockOptions, caps: tuple[str, ...]
     )
 
 
+def _where(server: ConfiguredServer, opts: LockOptions) -> tuple[Path | None, dict[str, str]]:
+    """The folder and environment a server starts in: what its runner reads its registry
+    configuration from (a project ``.npmrc`` or ``uv.toml``, ``PIP_INDEX_URL``, ...)."""
+    return (Path(server.cwd) if server.cwd else None), _run_env(server, opts.env())
+
+
 def _resolve_for_lock(
-    ref: PackageRef, argv: list[str]
+    ref: PackageRef, argv: list[str], where: tuple[Path | None, dict[str, str]]
 ) -> tuple[ResolvedPackage | None, list[str], str | None]:
     from toolpin.packages import pin_argv, resolve
 
@@ -225,7 +231,7 @@ def _resolve_for_lock(
         raise PackageError(
             f"{ref.name} asks for {ref.requested!r}, a version range; pin an exact version"
         )
-    resolved = resolve(ref)
+    resolved = resolve(ref, where=where[0], env=where[1])
     if ref.pinned:
         return resolved, argv, None
     pinned = pin_argv(argv, ref, resolved.version)
@@ -379,7 +385,7 @@ def _check_one(
     try:
         ref = None if opts.definitions_only else _detect(argv)
         if ref is not None:
-            argv, label, note, problem = _check_package(ref, argv, entry)
+            argv, label, note, problem = _check_package(ref, argv, entry, _where(server, opts))
             if note:
                 notes.append(note)
             if problem:
@@ -440,7 +446,10 @@ def _local_zone() -> str | None:
 
 
 def _check_package(
-    ref: PackageRef, argv: list[str], entry: LockEntry
+    ref: PackageRef,
+    argv: list[str],
+    entry: LockEntry,
+    where: tuple[Path | None, dict[str, str]],
 ) -> tuple[list[str], str, str | None, str | None]:
     """(argv to probe, label, note, problem) for the package behind a locked server."""
     from toolpin.packages import ResolvedPackage, latest_version, pin_argv, resolve
@@ -465,7 +474,7 @@ def _check_package(
         )
     if locked.ecosystem == "oci":
         return argv, label, None, None
-    now = resolve(ref, version=locked.version)
+    now = resolve(ref, version=locked.version, where=where[0], env=where[1])
     if not now.same_contents(locked):
         return (
             argv,
@@ -478,7 +487,7 @@ def _check_package(
         )
     note = None
     try:
-        newest = latest_version(ref)
+        newest = latest_version(ref, where=where[0], env=where[1])
         if newest != locked.version:
             note = (
                 f"{locked.name} {newest} is out; this project keeps running {locked.version} "
