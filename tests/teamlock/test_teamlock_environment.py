@@ -103,7 +103,7 @@ def test_lock_check_points_to_the_environment_and_still_fails(
         "(here 'Europe/Paris', locked with 'UTC')"
     ) in result.out
     assert (
-        "hint: fix: pin the value in the server's entry so every machine starts it alike, "
+        "  fix: pin the value in the server's entry so every machine starts it alike, "
         'e.g. "env": {"TZ": "UTC"}'
     ) in result.out
 
