@@ -192,6 +192,7 @@ def _lock_one(server: ConfiguredServer, opts: LockOptions, caps: tuple[str, ...]
             opts.progress(f"{server.name}: starting")
         snapshot = _probe(server, argv, opts, caps)
     except (ProbeError, PackageError, LockfileError) as exc:
+        notes.extend([exc.advice] if exc.advice else [])
         return ServerOutcome(server.name, "failed", exc.message, notes=tuple(notes))
     extra = {PROBED_WITH: {"clientCapabilities": list(caps)}}
     entry = LockEntry(snapshot=snapshot, server_id=server.server_id, package=package, extra=extra)
@@ -393,6 +394,7 @@ def _check_one(
         caps = explicit if explicit is not None else recorded_capabilities(entry)
         observed = _probe(server, argv, opts, caps)
     except (ProbeError, PackageError, LockfileError) as exc:
+        notes.extend([exc.advice] if exc.advice else [])
         return ServerOutcome(
             server.name, "failed", f"could not check: {exc.message}", notes=tuple(notes)
         )
