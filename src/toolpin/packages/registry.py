@@ -25,16 +25,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urljoin
 
 from toolpin.errors import InputError, LockfileError, PackageError
-from toolpin.packages.config import (
-    DEFAULT_NPM_REGISTRY,
-    DEFAULT_PYPI_INDEX,
-    ENV_NPM_REGISTRY,
-    ENV_PYPI_URL,
-    RegistrySettings,
-    npm_settings,
-    pypi_settings,
-)
-from toolpin.packages.simple import parse_simple_html, parse_simple_json
 from toolpin.packages.spec import (
     NPM_EXACT,
     OCI_DIGEST,
@@ -48,11 +38,13 @@ from toolpin.packages.spec import (
 if TYPE_CHECKING:
     import httpx2
 
+    from toolpin.packages.config import RegistrySettings
+
+# The configuration readers and the simple-index parser (packaging, tomllib, configparser)
+# are imported when a registry is asked, not on the proxy's start path (``run --lock``
+# imports this package for ResolvedPackage and pin_argv).
+
 __all__ = [
-    "DEFAULT_NPM_REGISTRY",
-    "DEFAULT_PYPI_INDEX",
-    "ENV_NPM_REGISTRY",
-    "ENV_PYPI_URL",
     "ResolvedPackage",
     "latest_version",
     "npm_registry",
@@ -146,6 +138,8 @@ class ResolvedPackage:
 
 def npm_registry(ref: PackageRef, *, where: Path | None = None) -> str:
     """The npm registry base URL to ask about ``ref`` (see :mod:`toolpin.packages.config`)."""
+    from toolpin.packages.config import npm_settings
+
     return npm_settings(ref, where=where).url
 
 
@@ -181,6 +175,8 @@ def resolve(
                 advice=f"Write it as {ref.name}@sha256:<digest>.",
             )
         return ResolvedPackage("oci", ref.name, ref.requested, wanted)
+    from toolpin.packages.config import npm_settings, pypi_settings
+
     if ref.ecosystem == "npm":
         return _resolve_npm(
             ref, wanted or "latest", timeout, npm_settings(ref, where=where, env=env), env
@@ -199,6 +195,8 @@ def latest_version(
     """The version the registry serves as newest (npm tag ``latest``, PyPI newest release)."""
     if ref.ecosystem == "oci":
         raise PackageError(f"image {ref.name}: toolpin does not look up newer image digests")
+    from toolpin.packages.config import npm_settings, pypi_settings
+
     if ref.ecosystem == "npm":
         settings = npm_settings(ref, where=where, env=env)
         return _resolve_npm(ref, "latest", timeout, settings, env).version
@@ -239,6 +237,8 @@ def _resolve_pypi(
     env: Mapping[str, str] | None,
 ) -> ResolvedPackage:
     from packaging.version import InvalidVersion, Version
+
+    from toolpin.packages.simple import parse_simple_html, parse_simple_json
 
     url = f"{settings.url}/{quote(ref.name, safe='')}/"
     body, kind = _get(url, ref, timeout, settings, env, accept=SIMPLE_ACCEPT)
