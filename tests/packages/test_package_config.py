@@ -191,3 +191,19 @@ def test_a_ca_variable_naming_a_missing_file_is_an_error(
     broken = {**env, "UV_INDEX_URL": f"{index.url}/simple", "SSL_CERT_FILE": str(tmp_path / "x")}
     with pytest.raises(PackageError, match="SSL_CERT_FILE names a CA file that cannot be read"):
         resolve(ref_of("uvx", "notes-server"), env=broken)
+
+
+def test_proxy_variables_are_honoured(
+    index: FakeRegistry, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fake answers as a forward proxy: it is asked for the absolute URL.
+    target = "http://index.invalid/simple/notes-server/"
+    index.routes[target] = index.routes["/simple/notes-server/"]
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", index.url)
+    got = resolve(
+        ref_of("uvx", "notes-server"), env={**env, "UV_INDEX_URL": "http://index.invalid/simple"}
+    )
+    assert got.version == "0.9.0"
+    assert index.requests == [target]
