@@ -449,7 +449,9 @@ def test_junk_lines_are_never_forwarded(env: Env) -> None:
         assert line.startswith(b'{"jsonrpc"'), line
     received = server.received()
     assert not any(b"junk" in line or b"not utf-8" in line for line in received)
-    assert "dropped a line from demo server: a line that is not exactly one JSON value" in proxy.stderr
+    assert (
+        "dropped a line from demo server: a line that is not exactly one JSON value" in proxy.stderr
+    )
     assert "not JSON-RPC 2.0" in proxy.stderr
     assert "this is not json" not in proxy.stderr  # never its text
 
