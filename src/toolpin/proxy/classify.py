@@ -196,10 +196,11 @@ def _members(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, 
             if members is None:
                 raise Unclassified("a batch (JSON array)") from None
             return members, True, None
-        first = _first(text)
-        if first == "[":
+        if _first(text) == "[":
             raise Unclassified("a malformed batch (JSON array)") from None
-        raise Unclassified("a line that is not exactly one JSON value", suspect=first == "{") from None
+        # Suspect unless plainly not JSON (a log line): a brace may start a message.
+        suspect = "{" in text or "[" in text
+        raise Unclassified("a line that is not exactly one JSON value", suspect=suspect) from None
 
 
 def _walk(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, int] | None]:
