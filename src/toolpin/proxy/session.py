@@ -655,10 +655,8 @@ class Session:
         if self._pinned is None:
             try:
                 pinned, created = source.pin_first(observed)
-            except ToolpinError as exc:
-                self._unverified(
-                    f"the pin store could not be written: {exc.message}", stderr_only=True
-                )
+            except Exception as exc:  # any store fault fails closed, cleanly
+                self._store_failed(exc, "pinning it", mid_session=False)
                 return
             self._pinned = pinned
             self._index_pin(pinned)
@@ -779,11 +777,48 @@ class Session:
         self._drift = drift
         self.mid_session = mid_session
         self.exit_code = EXIT_DRIFT
+        self._report(drift, mid_session=mid_session)
         try:
             self.options.source.record_drift(observed, drift, mid_session=mid_session)
-        except ToolpinError as exc:
-            self._log(f"toolpin: could not store the observation for review: {exc.message}")
-        self._report(drift, mid_session=mid_session)
+        except Exception as exc:  # any store fault fails closed, cleanly
+            self._store_failed(
+                exc, "recording the change", mid_session=mid_session, blocked_ids=blocked_ids
+            )
+            return
+        self._enter_blocked(blocked_ids)
+
+    def _store_failed(
+        self,
+        exc: Exception,
+        doing: str,
+        *,
+        mid_session: bool,
+        blocked_ids: Sequence[Any] = (),
+    ) -> None:
+        """A fault of the pin store (any exception): -31043 naming the store, one line
+        on stderr saying what is wrong with it, the server stopped, exit 2."""
+        if isinstance(exc, ToolpinError):
+            why = exc.message
+            advice = f" {exc.advice}" if exc.advice else ""
+        elif isinstance(exc, OSError):
+            why = f"{exc.strerror or type(exc).__name__}" + (
+                f" ({exc.filename})" if exc.filename else ""
+            )
+            advice = (
+                " Check the store directory (permissions, disk, mount); the pins were not changed."
+            )
+        else:
+            why = f"an unexpected {type(exc).__name__}"
+            advice = " The pins were not changed."
+        self.block_reason = "unverified"
+        self._drift = None
+        self._unverified_reason = "its pin store failed; see the server log"
+        self.mid_session = mid_session
+        self.exit_code = EXIT_UNVERIFIED
+        self._log(
+            f"toolpin: stopped {visible(self.options.label)}: the pin store failed while "
+            f"{doing}: {visible(why)}.{advice} Nothing was forwarded."
+        )
         self._enter_blocked(blocked_ids)
 
     def _unverified(
