@@ -166,6 +166,9 @@ def classify(line: bytes, *, strict: bool = False) -> Message:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise Unclassified("a line that is not UTF-8") from None
+    fast = _sdk_response(text, strict)
+    if fast is not None:
+        return fast
     members, loose, span = _members(text, strict)
     try:
         msg = _shape(members, strict and not loose and not _SURROGATE_ESCAPE.search(text))
@@ -176,6 +179,46 @@ def classify(line: bytes, *, strict: bool = False) -> Message:
         raise
     msg.id_span = span
     return msg
+
+
+_ID_TOKEN: Final = r'(-?(?:0|[1-9][0-9]{0,14})|"[^"\\\x00-\x1f]{0,256}")'
+_SDK_HEAD: Final = re.compile(r'\{"jsonrpc":"2\.0","id":' + _ID_TOKEN + r',"result":')
+_SDK_TAIL: Final = re.compile(r',"jsonrpc":"2\.0","id":' + _ID_TOKEN + r"\}\Z")
+_TS_HEAD: Final = '{"result":'
+
+
+def _sdk_response(text: str, strict: bool) -> Message | None:
+    """The two ways the SDKs write a response, read with one scan of the result.
+
+    ``{"jsonrpc":"2.0","id":ID,"result":R}`` (Python, Go) and
+    ``{"result":R,"jsonrpc":"2.0","id":ID}`` (TypeScript), with no whitespace, a plain id
+    and an object ``R``: the top level is then exactly these three members, so only
+    ``R`` needs reading. Anything else (``None``) takes the general path.
+    """
+    head = _SDK_HEAD.match(text)
+    if head is not None:
+        start, token, span = head.end(), head.group(1), head.span(1)
+    elif text.startswith(_TS_HEAD):
+        start, token, span = len(_TS_HEAD), "", (0, 0)
+    else:
+        return None
+    try:
+        result, end = (_strict_scan if strict else _plain_scan)(text, start)
+    except Exception:  # the general path says what is wrong
+        return None
+    if type(result) is not dict:
+        return None
+    if head is not None:
+        if end != len(text) - 1 or text[end] != "}":
+            return None
+    else:
+        tail = _SDK_TAIL.match(text, end)
+        if tail is None:
+            return None
+        token, span = tail.group(1), tail.span(1)
+    id_: Any = token[1:-1] if token[0] == '"' else int(token)
+    checked = strict and _SURROGATE_ESCAPE.search(text) is None
+    return Message(Shape.RESPONSE, id_, None, None, result, None, checked, span)
 
 
 def _first(text: str) -> str:
