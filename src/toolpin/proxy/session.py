@@ -94,6 +94,9 @@ class ProxyOptions:
     timeout: float = DEFAULT_TIMEOUT
     color: bool = False
     quiet: bool = False
+    command_change: str | None = None
+    """``old -> new`` when the server's command differs from the pinned one (a pin found
+    by ``--name``): the session blocks for review like any drift."""
 
 
 _JS_SAFE: Final = 1 << 53
@@ -667,6 +670,13 @@ class Session:
                 )
                 self._release()
                 return
+        if self.options.command_change is not None:
+            from toolpin.core.drift import compare
+
+            # A changed command under a known name: reviewed like any drift, whatever
+            # the definitions say (the new command may run other code later).
+            self._block(compare(self._pinned, observed), observed, mid_session=False)
+            return
         if _same(self._pinned, observed):
             self._note(
                 f"{self.options.label}: {_counts(observed)} "
@@ -846,6 +856,8 @@ class Session:
         only_tools = all(c.kind is Kind.TOOL for c in drift.changes) and drift.instructions is None
         what = "TOOL DEFINITIONS" if only_tools and drift.changes else "DEFINITIONS"
         when = "DURING THIS SESSION" if mid_session else "SINCE YOU APPROVED THIS SERVER"
+        if self.options.command_change is not None and not mid_session:
+            what = "COMMAND" if drift.ok else f"COMMAND AND {what}"
         lines = [
             Line(""),
             Line(f"  ⛔ toolpin: {what} CHANGED {when}", "bad"),
@@ -853,6 +865,11 @@ class Session:
             Line(f"  id: {self.options.server_id}"),
             Line(f"  {self.options.source.describe_pin()}"),
             Line(""),
+            *(
+                [Line(f"  Command changed: {visible(self.options.command_change)}", "bad")]
+                if self.options.command_change is not None and not mid_session
+                else []
+            ),
             *review_lines(drift),
             Line(""),
         ]
