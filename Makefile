@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench clean install uninstall
+.PHONY: demo test lint typecheck unit bench fuzz clean install uninstall
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ install:
 uninstall:
 	rm -f $(PREFIX)/bin/toolpin
 	rm -rf $(PREFIX)/share/toolpin
+
+# The proxy's framing fuzzer with a long budget (the normal suite runs 60 examples).
+fuzz: $(VENV)/.installed
+	TOOLPIN_FUZZ_EXAMPLES=$${TOOLPIN_FUZZ_EXAMPLES:-3000} $(BIN)/pytest -q tests/proxy/test_proxy_fuzz.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -44,12 +44,38 @@ FORMAT_KEY: Final = "toolpinPin"
 
 
 @dataclass(frozen=True)
+class Command:
+    """The server command a pin was made with: its id (a hash of the argv) and its label
+    (base name and argument count). The argv itself is never stored: it may hold keys."""
+
+    id: str
+    label: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.id, "label": self.label}
+
+    @classmethod
+    def from_json(cls, value: Any) -> Command | None:
+        if value is None:
+            return None
+        if not (
+            isinstance(value, dict)
+            and isinstance(value.get("id"), str)
+            and isinstance(value.get("label"), str)
+        ):
+            raise ValueError("malformed command")
+        return cls(value["id"], value["label"])
+
+
+@dataclass(frozen=True)
 class Pending:
     """An observation that differed from the pin and waits for review."""
 
     observed_at: str
     snapshot: Snapshot
     mid_session: bool = False
+    command: Command | None = None
+    """The command the observation was made with, when it differs from the pin's."""
 
     @property
     def digest(self) -> str:
@@ -66,6 +92,8 @@ class PinRecord:
     pinned_at: str
     snapshot: Snapshot
     pending: Pending | None = None
+    command: Command | None = None
+    """The approved command (pins made by ``--name``; ``None`` for pins keyed by argv)."""
 
 
 class PinStore:
@@ -94,8 +122,16 @@ class PinStore:
     def lock(self, server_id: str) -> Iterator[None]:
         """Hold the server's cross-process lock (read-modify-write sections)."""
         self.ensure()
-        with locked(self.pins_dir / f"{server_id}.lock", timeout=30.0):
+        path = self.pins_dir / f"{server_id}.lock"
+        try:
+            held = locked(path, timeout=30.0)
+            held.__enter__()
+        except OSError as exc:
+            raise unusable(path, exc) from None
+        try:
             yield
+        finally:
+            held.__exit__(None, None, None)
 
     # ------------------------------------------------------------------------------- read
 
@@ -104,11 +140,20 @@ class PinStore:
         path = self.path_for(server_id)
         if not os.path.lexists(path):
             return None
+        try:  # the operating system's refusal (permission, ...) is not corruption
+            os.close(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+        except OSError as exc:
+            raise unusable(path, exc) from None
         try:
             data = read_input(path, error=StoreError)
         except StoreError as exc:
             raise self._corrupt(path, exc.message.rpartition(": ")[2]) from None
-        return self._decode(path, data, server_id)
+        try:
+            return self._decode(path, data, server_id)
+        except StoreError:
+            raise
+        except Exception as exc:  # anything else a damaged file provokes: still corrupt
+            raise self._corrupt(path, f"unreadable ({type(exc).__name__})") from None
 
     def _corrupt(self, path: Path, why: str) -> StoreError:
         return StoreError(
@@ -121,6 +166,8 @@ class PinStore:
         trusted = bytes_intact(data)
         try:
             doc = json.loads(data) if trusted else parse_json(data)
+        except RecursionError:
+            raise self._corrupt(path, "nested too deeply to be a pin file") from None
         except (JSONError, ValueError) as exc:
             raise self._corrupt(path, f"not valid JSON: {getattr(exc, 'message', exc)}") from None
         try:
@@ -146,13 +193,20 @@ class PinStore:
                     observed_at=raw_pending["observedAt"],
                     snapshot=observed.snapshot,
                     mid_session=raw_pending.get("midSession") is True,
+                    command=Command.from_json(raw_pending.get("command")),
                 )
+            command = Command.from_json(doc.get("command"))
         except LockfileError as exc:
             raise self._corrupt(path, exc.message) from None
-        except (KeyError, TypeError, AttributeError):
+        except (KeyError, TypeError, AttributeError, ValueError):
             raise self._corrupt(path, "malformed pin file") from None
         return PinRecord(
-            id=server_id, label=label, pinned_at=pinned_at, snapshot=entry.snapshot, pending=pending
+            id=server_id,
+            label=label,
+            pinned_at=pinned_at,
+            snapshot=entry.snapshot,
+            pending=pending,
+            command=command,
         )
 
     def all(self) -> list[PinRecord | tuple[str, StoreError]]:
@@ -169,7 +223,7 @@ class PinStore:
             try:
                 record = self.load(server_id)
             except StoreError as exc:
-                out.append((server_id, exc))
+                out.append((server_id, exc))  # only this server is unreadable
                 continue
             if record is not None:
                 out.append(record)
@@ -187,6 +241,8 @@ class PinStore:
             "pinnedAt": record.pinned_at,
             "pin": entry_json(LockEntry(snapshot=record.snapshot)),
         }
+        if record.command is not None:
+            doc["command"] = record.command.to_json()
         if record.pending is not None:
             doc["pending"] = {
                 "observedAt": record.pending.observed_at,
@@ -194,20 +250,29 @@ class PinStore:
                 "digest": record.pending.digest,
                 "observation": entry_json(LockEntry(snapshot=record.pending.snapshot)),
             }
+            if record.pending.command is not None:
+                doc["pending"]["command"] = record.pending.command.to_json()
         try:
             atomic_write(self.path_for(record.id), dumps_with_digest(doc), mode=0o600)
         except OSError as exc:
-            raise StoreError(
-                f"cannot write {self.path_for(record.id)}: {exc.strerror or exc}"
-            ) from None
+            raise unusable(self.path_for(record.id), exc, writing=True) from None
 
     def _audit(self, event: str, fields: dict[str, Any]) -> None:
         try:
             audit.append(self.audit_path, event, fields)
         except OSError as exc:
-            raise StoreError(f"cannot append to {self.audit_path}: {exc.strerror or exc}") from None
+            raise unusable(self.audit_path, exc, writing=True) from None
+        except (ValueError, KeyError, TypeError) as exc:  # a hand-edited entry
+            raise StoreError(
+                f"the audit log {self.audit_path} has a damaged last entry ({type(exc).__name__})",
+                advice="toolpin records nothing until the audit log is repaired: restore it "
+                "from a backup, or move it aside to start a new chain (`toolpin audit` "
+                "verifies it). The pins themselves are unchanged.",
+            ) from None
 
-    def pin_first(self, server_id: str, label: str, snapshot: Snapshot) -> tuple[PinRecord, bool]:
+    def pin_first(
+        self, server_id: str, label: str, snapshot: Snapshot, command: Command | None = None
+    ) -> tuple[PinRecord, bool]:
         """Trust on first use: pin ``snapshot`` unless another process pinned first.
 
         Returns the pin in force and whether this call created it.
@@ -217,7 +282,11 @@ class PinStore:
             if existing is not None:
                 return existing, False
             record = PinRecord(
-                id=server_id, label=label, pinned_at=audit.now_iso(), snapshot=snapshot
+                id=server_id,
+                label=label,
+                pinned_at=audit.now_iso(),
+                snapshot=snapshot,
+                command=command,
             )
             self._audit(
                 "pin",
@@ -232,7 +301,13 @@ class PinStore:
             return record, True
 
     def record_drift(
-        self, server_id: str, observed: Snapshot, drift: Drift, *, mid_session: bool = False
+        self,
+        server_id: str,
+        observed: Snapshot,
+        drift: Drift,
+        *,
+        mid_session: bool = False,
+        command: Command | None = None,
     ) -> None:
         """Store a blocked observation as pending (the approved pin is unchanged)."""
         from toolpin.core.drift import change_keys  # the drift path only
@@ -250,20 +325,16 @@ class PinStore:
                     "observed": observed.surface_hash(),
                     "midSession": mid_session,
                     "changes": change_keys(drift),
+                    **({"command": command.id} if command != current.command and command else {}),
                 },
             )
             pending = Pending(
-                observed_at=audit.now_iso(), snapshot=observed, mid_session=mid_session
+                observed_at=audit.now_iso(),
+                snapshot=observed,
+                mid_session=mid_session,
+                command=command if command != current.command else None,
             )
-            self._write(
-                PinRecord(
-                    id=current.id,
-                    label=current.label,
-                    pinned_at=current.pinned_at,
-                    snapshot=current.snapshot,
-                    pending=pending,
-                )
-            )
+            self._write(replace(current, pending=pending))
 
     def approve(self, server_id: str, *, expect: str | None = None) -> PinRecord:
         """Make the pending observation the pin. ``expect`` must prefix its digest if given."""
@@ -292,6 +363,7 @@ class PinStore:
                 label=current.label,
                 pinned_at=audit.now_iso(),
                 snapshot=current.pending.snapshot,
+                command=current.pending.command or current.command,
             )
             self._write(record)
             return record
@@ -322,6 +394,27 @@ class PinStore:
             return True
 
 
+def unusable(path: Path, exc: OSError, *, writing: bool = False) -> StoreError:
+    """A store file the operating system refused: named for what it is (permission, a
+    read-only file system, a full disk), never called corrupt."""
+    import errno
+
+    why = exc.strerror or type(exc).__name__
+    verb = "write" if writing else "read"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        advice = (
+            f"Give this user read and write access to {path.parent} (or set TOOLPIN_HOME "
+            "to a store it owns). The pins were not changed."
+        )
+    elif exc.errno == errno.EROFS:
+        advice = "The store is on a read-only file system: remount it writable or set TOOLPIN_HOME."
+    elif exc.errno == errno.ENOSPC:
+        advice = "The disk is full: free some space. The pins were not changed."
+    else:
+        advice = "Check the store directory (permissions, disk, mount). The pins were not changed."
+    return StoreError(f"cannot {verb} the pin store file {path}: {why}", advice=advice)
+
+
 class NothingPending(ToolpinError):
     """``approve`` with nothing waiting for review (exit 1: nothing was changed)."""
 
@@ -344,12 +437,23 @@ class StorePinSource:
     match_text = "unchanged"
     accepts_subset = False
 
-    def __init__(self, store: PinStore, server_id: str, label: str) -> None:
+    def __init__(
+        self, store: PinStore, server_id: str, label: str, command: Command | None = None
+    ) -> None:
         self.store = store
         self.server_id = server_id
         self.label = label
+        self.command = command
         store.ensure()
         self.record = store.load(server_id)
+
+    @property
+    def command_change(self) -> tuple[Command, Command] | None:
+        """``(approved, now)`` when the pin was made with another command (``--name``)."""
+        record, now = self.record, self.command
+        if record is None or record.command is None or now is None:
+            return None
+        return None if record.command.id == now.id else (record.command, now)
 
     def _quoted(self) -> str:
         from toolpin.core.render import visible
@@ -362,13 +466,15 @@ class StorePinSource:
 
     def pin_first(self, snapshot: Snapshot) -> tuple[Snapshot, bool]:
         """Pin on first use (another proxy of the same server may have won the race)."""
-        record, created = self.store.pin_first(self.server_id, self.label, snapshot)
+        record, created = self.store.pin_first(self.server_id, self.label, snapshot, self.command)
         self.record = record
         return record.snapshot, created
 
     def record_drift(self, snapshot: Snapshot, drift: Drift, *, mid_session: bool) -> None:
         """Keep the blocked observation as pending for ``toolpin review``."""
-        self.store.record_drift(self.server_id, snapshot, drift, mid_session=mid_session)
+        self.store.record_drift(
+            self.server_id, snapshot, drift, mid_session=mid_session, command=self.command
+        )
 
     def block_message(self, *, mid_session: bool) -> str:
         """The -31042 message: the label and the review command, never server text."""
@@ -378,10 +484,14 @@ class StorePinSource:
                 "so the response was not forwarded. Restart the server to review the change "
                 f"with: toolpin review {self.server_id}"
             )
+        what = (
+            "its command changed since you approved it"
+            if self.command_change is not None
+            else "its definitions changed since you approved them"
+        )
         return (
-            f"toolpin blocked {self._quoted()}: its definitions changed since you approved "
-            "them, so nothing was forwarded. Review the change in a terminal with: "
-            f"toolpin review {self.server_id}"
+            f"toolpin blocked {self._quoted()}: {what}, so nothing was forwarded. Review the "
+            f"change in a terminal with: toolpin review {self.server_id}"
         )
 
     def review_hint(self) -> str:

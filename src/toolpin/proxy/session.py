@@ -1,42 +1,41 @@
-"""``toolpin run -- CMD``: the stdio proxy between an MCP client and a server.
+"""The proxy's state machine (:class:`Session`): transport-free, it acts through callbacks.
 
-It relays newline-delimited JSON-RPC both ways as raw bytes and parses only what it must
+It sees newline-delimited JSON-RPC both ways as raw bytes and parses only what it must
 inspect. At connect it holds every client message except the opening handshake (and the
 server's answer to it), drains every listing the server offers with its own requests,
 and compares the result with the pin:
 
 * no pin yet: pin it (trust on first use) and release everything, in order;
 * the pin matches: release;
-* drift: block. Nothing queued is ever forwarded (a queued ``tools/call`` never runs);
-  every waiting and every later request gets JSON-RPC error -31042, whose message names
-  the server's label and the review command and whose ``data`` holds label keys only,
-  never server text. The observation is stored for ``toolpin review``.
-* could not verify (an error, a timeout, a malformed page, a repeated member name): -31043.
+* drift (or, for a pin found by ``--name``, a changed command): block. Nothing queued is
+  ever forwarded (a queued ``tools/call`` never runs); every waiting and every later
+  request gets JSON-RPC error -31042, whose message names the server's label and the
+  review command and whose ``data`` holds label keys only, never server text. The
+  observation is stored for ``toolpin review``.
+* could not verify (an error, a timeout, a malformed page, a repeated member name, a
+  fault of the pin store): -31043.
 
 After release every listing the client receives (``tools/list``, ``prompts/list``,
 ``resources/list``, ``resources/templates/list``, ``server/discover``) is checked against
 the pin before it is delivered, page by page, including removals on the last page, so a
 server cannot show the check one toolset and the client another, or change mid-session.
 
-Server lines are never streamed half-checked: each one is read whole (up to
-:data:`MAX_INSPECT`) before any byte of it reaches the client, so a response to a listing
-request cannot slip through while it is still arriving. A longer server line stops the
-session (fail closed); a longer client line streams to a released server.
+Every server line is classified once by :func:`toolpin.proxy.classify.classify` (the
+allow-list) and is forwarded or held only when it is exactly one JSON-RPC message; any
+other line is dropped, counted, and stops a session that waits for an answer to a check.
+Lines arrive whole (up to :data:`MAX_INSPECT`, framed by :mod:`toolpin.proxy.relay`), so
+a response to a listing request cannot slip through while it is still arriving; a longer
+server line stops the session, a longer client line streams to a released server.
 
-The import path stays light: no ``mcp``, ``pydantic`` or ``rich``. Threads, not asyncio:
-one reader per direction, so a message costs one ``read`` and one ``write`` on the hot
-path. The relay is hand-written (no library relays JSON-RPC lines with these checks).
+The import path stays light: no ``mcp``, ``pydantic`` or ``rich``.
 """
 
 from __future__ import annotations
 
-import contextlib
+import enum
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import OrderedDict
@@ -44,7 +43,6 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from toolpin.core.canonical import parse_json
 from toolpin.core.render import Line, to_text, visible
 from toolpin.core.snapshot import Definition, Identity, Kind, Listing, Snapshot
 from toolpin.core.wire import (
@@ -61,7 +59,7 @@ from toolpin.core.wire import (
     request,
 )
 from toolpin.errors import JSONError, ListingError, ToolpinError
-from toolpin.proxy.spawn import spawn_server
+from toolpin.proxy.classify import OPAQUE, Message, Shape, Unclassified, classify
 
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift
@@ -82,8 +80,10 @@ REASON_UNVERIFIED: Final = "could_not_verify"
 
 @dataclass
 class _Track:
+    id: Any  # the request's id as the client wrote it
     kind: Kind | None  # None: server/discover or initialize (instructions)
     seen: set[str] | None = None
+    whole: bool = False  # a first page (no cursor): its answer may be remembered
 
 
 @dataclass
@@ -96,6 +96,9 @@ class ProxyOptions:
     timeout: float = DEFAULT_TIMEOUT
     color: bool = False
     quiet: bool = False
+    command_change: str | None = None
+    """``old -> new`` when the server's command differs from the pinned one (a pin found
+    by ``--name``): the session blocks for review like any drift."""
 
 
 _JS_SAFE: Final = 1 << 53
@@ -119,46 +122,12 @@ def _key(id_: Any) -> Hashable:
     return ("json", json.dumps(id_, sort_keys=True))
 
 
-def _relaxed(line: bytes) -> Any:
-    """Parse a line as leniently as any client might (bad UTF-8 becomes U+FFFD)."""
-    try:
-        return json.loads(line)
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return json.loads(line.decode("utf-8", "replace"))
-    except (ValueError, RecursionError):
-        return None
-
-
-_LISTING_KEYS: Final = (
-    b'"tools',
-    b'"prompts',
-    b'"resources',
-    b'"resourceTemplates',
-    b'"instructions',
-)
 MAX_FORWARDED: Final = 16384
 """Ids of client requests remembered (oldest forgotten first)."""
-
-
-def _may_be_listing(line: bytes) -> bool:
-    """Whether a server line could carry a listing or instructions (two byte scans).
-
-    Every member name a client reads as a listing (``"tools"``, ``"prompts"``,
-    ``"resources"``, ``"resourceTemplates"``) or as instructions ends in ``s"``; spelling
-    one with escapes needs ``\\u``. A false positive only costs a parse.
-    """
-    if b"\\u" in line:
-        return True
-    at = line.find(b's"')
-    while at >= 0:
-        end = at + 1
-        for key in _LISTING_KEYS:
-            if line.endswith(key, 0, end):
-                return True
-        at = line.find(b's"', at + 2)
-    return False
+MAX_DROP_NOTES: Final = 10
+"""Dropped server lines named one by one on stderr (the rest are counted)."""
+INVALID_REQUEST: Final = -32600
+_ABSENT: Final = object()
 
 
 _WATCHED: Final = re.compile(rb"/list|discover|initializ|\\")
@@ -188,27 +157,56 @@ def _request_id(line: bytes) -> tuple[bool, Any]:
     return True, int(raw)
 
 
-def _loads(line: bytes) -> Any:
-    try:
-        return json.loads(line)
-    except (ValueError, RecursionError):
-        return _relaxed(line)
+def _as_dict(msg: Message) -> dict[str, Any]:
+    """A response as the collector reads it."""
+    if msg.error is not None:
+        return {"jsonrpc": "2.0", "id": msg.id, "error": msg.error}
+    return {"jsonrpc": "2.0", "id": msg.id, "result": msg.result}
 
 
-def _is_request(msg: Any) -> bool:
-    return isinstance(msg, dict) and "id" in msg and isinstance(msg.get("method"), str)
+def _valid_plain_id(value: Any) -> bool:
+    kind = type(value)
+    return kind is str or kind is int or (kind is float and value - value == 0.0)
 
 
-# states
-INIT: Final = "init"
-HANDSHAKE: Final = "handshake"
-VERIFYING: Final = "verifying"
-RELEASED: Final = "released"
-BLOCKED: Final = "blocked"
+def _batch_refusal(batch: list[Any] | None) -> bytes:
+    """The answer to a JSON-RPC batch: an error per request in it (as a batch), or one
+    error with a null id when it holds none or is not well-formed."""
+    message = (
+        "toolpin does not relay JSON-RPC batches (MCP removed them in revision "
+        "2025-06-18); send each message on its own line."
+    )
+    ids = [
+        m["id"]
+        for m in batch or ()
+        if isinstance(m, dict) and "id" in m and isinstance(m.get("method"), str)
+    ]
+    ids = [i for i in ids if _valid_plain_id(i)]
+    if not ids:
+        reply: Any = error_response(None, INVALID_REQUEST, message)
+    else:
+        reply = [error_response(i, INVALID_REQUEST, message) for i in ids]
+    return json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+class State(enum.Enum):
+    """Where a session is. It only moves forward, except HANDSHAKE back to INIT when a
+    server refuses the opening request (a dual-era client then starts over)."""
+
+    INIT = "init"
+    """Nothing sent to the server yet but, perhaps, notifications held."""
+    HANDSHAKE = "handshake"
+    """The opening request (``initialize`` or ``server/discover``) is with the server."""
+    VERIFYING = "verifying"
+    """The proxy drains the listings with its own requests; the client's are held."""
+    RELEASED = "released"
+    """The check passed: traffic flows, and every listing is checked on its way."""
+    BLOCKED = "blocked"
+    """Drift, or could not verify: every request is answered with the error."""
 
 
 class Session:
-    """The proxy's state machine. Transport-free: it writes through two callbacks.
+    """The proxy's state machine. Transport-free: it acts through callbacks.
 
     Every method takes the session lock; callbacks are called with it held, so they must
     not call back into the session.
@@ -221,18 +219,21 @@ class Session:
         write_client: Callable[[bytes], None],
         log: Callable[[str], None],
         terminate_server: Callable[[], None],
+        close_server_input: Callable[[], None] = lambda: None,
     ) -> None:
         self.options = options
         self._write_server = write_server
         self._write_client = write_client
         self._log = log
         self._terminate_server = terminate_server
+        self._close_server_input = close_server_input
+        self._client_eof = False
         self._lock = threading.RLock()
-        self.state = INIT
+        self.state = State.INIT
         self._pinned: Snapshot | None = options.source.pinned()
         self._pinned_maps: dict[Kind, dict[str, str]] = {}
         self._queue: list[bytes] = []
-        self._held_server: list[bytes] = []
+        self._held_server: list[tuple[Message, bytes]] = []
         self._held_answer: bytes | None = None
         self._waiting: list[Any] = []  # ids of client requests queued before release
         self._opening_id: Any = None
@@ -249,6 +250,8 @@ class Session:
         # ids of client requests sent to the server, oldest first (popitem is O(1))
         self._forwarded: OrderedDict[Hashable, None] = OrderedDict()
         self._dropped_note = False
+        self.dropped = 0
+        self._verified: dict[Kind | None, tuple[bytes, bytes]] = {}
         self._sequences: dict[tuple[Kind, str], set[str]] = {}
         self.deadline: float | None = None
         self.exit_code: int | None = None
@@ -265,19 +268,53 @@ class Session:
         """One complete line from the client."""
         with self._lock:
             state = self.state
-            if state == RELEASED:
+            if state is State.RELEASED:
                 self._client_released(line)
-            elif state == BLOCKED:
+            elif state is State.BLOCKED:
                 self._client_blocked(line)
-            elif state == INIT:
+            elif state is State.INIT:
                 self._client_init(line)
             else:
                 self._enqueue(line)
 
+    def on_client_eof(self) -> None:
+        """The client closed its side (half-close).
+
+        Nothing it sent is lost: a released session closes the server's input now; a
+        session still verifying keeps the held requests, forwards them after a clean
+        verdict (or answers them with the block error) and closes the server's input only
+        then.
+        """
+        with self._lock:
+            self._client_eof = True
+            if self.state is State.INIT or self.settled():
+                # INIT: no verdict is coming (a request queued before the handshake is
+                # answered when the server ends).
+                self._close_server_input()
+
+    def settled(self) -> bool:
+        """Released or blocked: no deadline can fire any more."""
+        state = self.state
+        return state is State.RELEASED or state is State.BLOCKED
+
+    def on_fault(self, exc: BaseException) -> None:
+        """An exception escaped a handler: stop as "could not verify" (never silently)."""
+        with self._lock:
+            if self.state is State.BLOCKED:
+                return
+            self._unverified(
+                f"toolpin hit an unexpected {type(exc).__name__} while relaying",
+                mid_session=self.state is State.RELEASED,
+                blocked_ids=self._tracked_ids(),
+            )
+
+    def _tracked_ids(self) -> list[Any]:
+        return [track.id for track in self._tracked.values()]
+
     def client_long_line(self, head: bytes) -> Callable[[bytes], None] | None:
         """A client line longer than :data:`MAX_INSPECT`: stream it when released."""
         with self._lock:
-            if self.state == RELEASED:
+            if self.state is State.RELEASED:
                 return self._write_server
         self._log("toolpin: dropped a client message larger than 64 MiB sent before release")
         return None
@@ -288,6 +325,25 @@ class Session:
         if len(forwarded) > MAX_FORWARDED:
             forwarded.popitem(last=False)
 
+    def _client_message(self, line: bytes) -> Message | None:
+        """Classify a client line; a batch or a malformed line is answered here with a
+        JSON-RPC error (and never forwarded), and ``None`` returned."""
+        try:
+            return classify(line)
+        except Unclassified as exc:
+            if exc.batch is not None or exc.reason.endswith("(JSON array)"):
+                self._write_client(_batch_refusal(exc.batch))
+            else:
+                self._write_json(
+                    error_response(
+                        None,
+                        INVALID_REQUEST,
+                        f"toolpin did not forward a line that is not one JSON-RPC message "
+                        f"({exc.reason}).",
+                    )
+                )
+            return None
+
     def _client_released(self, line: bytes) -> None:
         if _WATCHED.search(line) is None:
             found, id_ = _request_id(line)
@@ -295,140 +351,182 @@ class Session:
                 self._remember(_key(id_))
                 self._write_server(line)
                 return
-        msg = _loads(line)
-        if isinstance(msg, dict):
-            method = msg.get("method")
-            if method == "notifications/initialized" and self._skip_initialized:
-                self._skip_initialized = False  # the proxy already sent one
-                return
-            if "id" in msg and isinstance(method, str):
-                key = _key(msg["id"])
-                self._remember(key)
-                if method in LIST_METHODS:
-                    kind = LIST_METHODS[method]
-                    params = msg.get("params")
-                    cursor = params.get("cursor") if isinstance(params, dict) else None
-                    seen: set[str] | None
-                    if cursor is None:
-                        seen = set()
-                    elif isinstance(cursor, str):
-                        seen = self._sequences.pop((kind, cursor), None)
-                    else:
-                        seen = None
-                    self._tracked[key] = _Track(kind, seen)
-                elif method in ("server/discover", "initialize"):
-                    # Both answers carry the instructions (a client that initializes
-                    # again mid-session reads them again).
-                    self._tracked[key] = _Track(None)
+        msg = self._client_message(line)
+        if msg is None:
+            return
+        method = msg.method
+        if method == "notifications/initialized" and self._skip_initialized:
+            self._skip_initialized = False  # the proxy already sent one
+            return
+        if msg.shape is Shape.REQUEST:
+            key = _key(msg.id)
+            self._remember(key)
+            if method in LIST_METHODS:
+                kind = LIST_METHODS[method]
+                params = msg.params
+                cursor = params.get("cursor") if type(params) is dict else None
+                seen: set[str] | None
+                if cursor is None and params is not OPAQUE:
+                    seen = set()
+                elif isinstance(cursor, str):
+                    seen = self._sequences.pop((kind, cursor), None)
+                else:
+                    seen = None
+                self._tracked[key] = _Track(msg.id, kind, seen, whole=seen == set())
+            elif method in ("server/discover", "initialize"):
+                # Both answers carry the instructions (a client that initializes
+                # again mid-session reads them again).
+                self._tracked[key] = _Track(msg.id, None)
         self._write_server(line)
 
     def _client_blocked(self, line: bytes) -> None:
-        msg = _relaxed(line)
-        if _is_request(msg):
-            self._answer_blocked(msg["id"])
+        msg = self._client_message(line)
+        if msg is not None and msg.shape is Shape.REQUEST:
+            self._answer_blocked(msg.id)
 
-    def _enqueue(self, line: bytes) -> None:
+    def _enqueue(self, line: bytes, msg: Message | None = None) -> None:
+        if msg is None:
+            msg = self._client_message(line)
+            if msg is None:
+                return
         self._queue.append(line)
-        msg = _relaxed(line)
-        if _is_request(msg):
-            self._waiting.append(msg["id"])
+        if msg.shape is Shape.REQUEST:
+            self._waiting.append(msg.id)
 
     def _client_init(self, line: bytes) -> None:
-        msg = _relaxed(line)
-        if not _is_request(msg):
+        msg = self._client_message(line)
+        if msg is None:
+            return
+        if msg.shape is not Shape.REQUEST:
             self._queue.append(line)
             return
-        method = msg["method"]
+        method = msg.method
+        params = msg.params
         if method == "initialize":
             self._opening(msg, "initialize", line)
             self._era = "handshake"
         elif method == "server/discover":
             self._opening(msg, "server/discover", line)
             self._era = "modern"
-            self._meta = client_meta(msg.get("params"))
-        elif (meta := client_meta(msg.get("params"))) is not None:
+            self._meta = client_meta(params)
+        elif (meta := client_meta(params)) is not None:
             # 2026-07-28 without discover: hold the request, ask the server ourselves.
-            self._enqueue(line)
+            self._enqueue(line, msg)
             self._era = "modern"
             self._meta = meta
             self._own_discover_id = f"toolpin-discover-{os.getpid()}-{os.urandom(3).hex()}"
-            self.state = HANDSHAKE
+            self.state = State.HANDSHAKE
             self._arm_deadline()
             self._send(request(self._own_discover_id, "server/discover", {"_meta": dict(meta)}))
         else:
-            self._enqueue(line)
+            self._enqueue(line, msg)
 
-    def _opening(self, msg: dict[str, Any], method: str, line: bytes) -> None:
-        self._opening_id = msg["id"]
+    def _opening(self, msg: Message, method: str, line: bytes) -> None:
+        self._opening_id = msg.id
         self._opening_method = method
         self._opening_pending = True
-        self.state = HANDSHAKE
+        self.state = State.HANDSHAKE
         self._arm_deadline()
         self._write_server(line)
 
     # ----------------------------------------------------------------------------- server
 
     def on_server_line(self, line: bytes) -> None:
-        """One complete line from the server."""
+        """One complete line from the server: classified once, then handled by state."""
         with self._lock:
             state = self.state
-            if state == RELEASED:
-                if not self._tracked and not _may_be_listing(line):
-                    self._write_client(line)
-                else:
-                    self._server_released(line)
-            elif state == BLOCKED:
+            if state is State.BLOCKED:
                 return
-            elif state == INIT:
-                self._held_server.append(line)
+            tracked = self._tracked
+            if tracked and state is State.RELEASED and self._verified_again(line):
+                return
+            try:
+                msg = classify(line, strict=bool(tracked) or state is not State.RELEASED)
+            except Unclassified as exc:
+                self._drop(exc)
+                return
+            if state is State.RELEASED:
+                self._server_released(msg, line)
+            elif state is State.INIT:
+                self._held_server.append((msg, line))
             else:
-                self._server_connecting(line)
+                self._server_connecting(msg, line)
+
+    def _drop(self, exc: Unclassified) -> None:
+        """A server line that is not exactly one JSON-RPC message: never forwarded.
+
+        Counted and named on stderr (never its text). A batch's requests are answered
+        with a JSON-RPC error. A line that could have been an answer (it starts like JSON
+        and is not plainly something else) stops a session that waits for the server's
+        answer to a check: the connect check, or a listing request of the client, which
+        therefore gets -31043 instead of waiting forever.
+        """
+        self.dropped += 1
+        count = self.dropped
+        if count <= MAX_DROP_NOTES:
+            self._log(
+                f"toolpin: dropped a line from {visible(self.options.label)}: {exc.reason}; "
+                f"it was not forwarded ({count} dropped so far)"
+            )
+            if count == MAX_DROP_NOTES:
+                self._log("toolpin: further dropped lines are only counted")
+        if exc.batch is not None and any(
+            isinstance(m, dict) and "id" in m and "method" in m for m in exc.batch
+        ):
+            self._write_server(_batch_refusal(exc.batch))
+        if not exc.suspect:
+            return
+        state = self.state
+        if state is State.HANDSHAKE or state is State.VERIFYING:
+            self._unverified(f"the server sent {exc.reason} while it was being checked")
+        elif state is State.RELEASED and self._tracked:
+            self._unverified(
+                f"the server sent {exc.reason} while a listing request was waiting",
+                mid_session=True,
+                blocked_ids=self._tracked_ids(),
+            )
 
     def server_long_line(self, head: bytes) -> Callable[[bytes], None] | None:
         """A server line longer than :data:`MAX_INSPECT`: never forwarded unchecked."""
         with self._lock:
-            if self.state != BLOCKED:
+            if self.state is not State.BLOCKED:
                 self._unverified(
                     "a message too large to check (over 64 MiB) arrived",
-                    mid_session=self.state == RELEASED,
+                    mid_session=self.state is State.RELEASED,
                 )
         return None
 
-    def _strict(self, line: bytes) -> Any:
-        """Parse a line the proxy must trust; ``None`` for a line that is not strict JSON."""
-        try:
-            return parse_json(line, max_depth=128)
-        except JSONError:
-            return None
-
-    def _server_connecting(self, line: bytes) -> None:
-        msg = self._strict(line)
-        if msg is None:
-            loose = _relaxed(line)
-            if isinstance(loose, dict) and "id" in loose and self._is_ours(loose.get("id")):
-                self._unverified("the server repeated a JSON member name or sent malformed JSON")
-                return
-            self._held_server.append(line)
+    def _server_connecting(self, msg: Message, line: bytes) -> None:
+        if msg.shape is not Shape.RESPONSE:
+            self._held_server.append((msg, line))  # a notification or a server request
             return
-        if not isinstance(msg, dict) or "id" not in msg or "method" in msg:
-            self._held_server.append(line)  # a notification or a server request: held
+        id_ = msg.id
+        ours = self._is_ours(id_)
+        if ours and msg.result is not None and not msg.strict:
+            self._unverified(
+                "the server's answer could not be checked (a repeated member name, "
+                "nesting too deep or a number no client reads exactly)"
+            )
             return
-        id_ = msg["id"]
         if (
-            self.state == HANDSHAKE
+            self.state is State.HANDSHAKE
             and self._opening_pending
             and _key(id_) == _key(self._opening_id)
         ):
             self._opening_answer(msg, line)
         elif (
-            self.state == HANDSHAKE
+            self.state is State.HANDSHAKE
             and self._own_discover_id is not None
             and id_ == self._own_discover_id
         ):
             self._own_discover_answer(msg)
-        elif self.state == VERIFYING and self._collector is not None and self._collector.owns(id_):
+        elif (
+            self.state is State.VERIFYING
+            and self._collector is not None
+            and self._collector.owns(id_)
+        ):
             try:
-                follow = self._collector.on_response(msg)
+                follow = self._collector.on_response(_as_dict(msg))
             except CollectError as exc:
                 self._unverified(exc.reason)
                 return
@@ -437,7 +535,7 @@ class Session:
             if self._collector.done:
                 self._verdict()
         else:
-            self._held_server.append(line)
+            self._held_server.append((msg, line))
 
     def _is_ours(self, id_: Any) -> bool:
         if self._opening_pending and _key(id_) == _key(self._opening_id):
@@ -446,9 +544,9 @@ class Session:
             return True
         return self._collector is not None and self._collector.owns(id_)
 
-    def _opening_answer(self, msg: dict[str, Any], line: bytes) -> None:
+    def _opening_answer(self, msg: Message, line: bytes) -> None:
         self._opening_pending = False
-        result = msg.get("result")
+        result = msg.result
         if not isinstance(result, dict):
             # The server refused the handshake (a legacy server answering server/discover):
             # pass the answer on at once so a dual-era client can fall back immediately.
@@ -473,13 +571,13 @@ class Session:
         self._opening_id = None
         self._opening_pending = False
         self._own_discover_id = None
-        self.state = INIT
+        self.state = State.INIT
         self._era = None
         self._meta = None
         self.deadline = None
 
-    def _own_discover_answer(self, msg: dict[str, Any]) -> None:
-        result = msg.get("result")
+    def _own_discover_answer(self, msg: Message) -> None:
+        result = msg.result
         if not isinstance(result, dict):
             self._fail_opening("the server did not answer server/discover")
             return
@@ -505,7 +603,7 @@ class Session:
         self._back_to_init()
 
     def _start_collecting(self, capabilities: Any) -> None:
-        self.state = VERIFYING
+        self.state = State.VERIFYING
         self._arm_deadline()
         self._collector = ListingCollector(
             kinds_offered(capabilities),
@@ -524,11 +622,11 @@ class Session:
             if self.deadline is None or time.monotonic() < self.deadline:
                 return
             self.deadline = None
-            if self.state == VERIFYING:
+            if self.state is State.VERIFYING:
                 self._unverified("the server did not answer the check in time")
-            elif self.state == HANDSHAKE and self._own_discover_id is not None:
+            elif self.state is State.HANDSHAKE and self._own_discover_id is not None:
                 self._fail_opening("the server did not answer server/discover")
-            elif self.state == HANDSHAKE and self._opening_method == "server/discover":
+            elif self.state is State.HANDSHAKE and self._opening_method == "server/discover":
                 # A legacy server may ignore server/discover: answer it so that a dual-era
                 # client falls back to initialize.
                 message = (
@@ -544,7 +642,7 @@ class Session:
                     )
                 )
                 self._back_to_init()
-            elif self.state == HANDSHAKE:
+            elif self.state is State.HANDSHAKE:
                 self._unverified("the server did not answer initialize in time")
 
     # ---------------------------------------------------------------------------- verdict
@@ -562,10 +660,8 @@ class Session:
         if self._pinned is None:
             try:
                 pinned, created = source.pin_first(observed)
-            except ToolpinError as exc:
-                self._unverified(
-                    f"the pin store could not be written: {exc.message}", stderr_only=True
-                )
+            except Exception as exc:  # any store fault fails closed, cleanly
+                self._store_failed(exc, "pinning it", mid_session=False)
                 return
             self._pinned = pinned
             self._index_pin(pinned)
@@ -576,6 +672,13 @@ class Session:
                 )
                 self._release()
                 return
+        if self.options.command_change is not None:
+            from toolpin.core.drift import compare
+
+            # A changed command under a known name: reviewed like any drift, whatever
+            # the definitions say (the new command may run other code later).
+            self._block(compare(self._pinned, observed), observed, mid_session=False)
+            return
         if _same(self._pinned, observed):
             self._note(
                 f"{self.options.label}: {_counts(observed)} "
@@ -603,15 +706,14 @@ class Session:
         return self.options.source.accepts_subset
 
     def _release(self) -> None:
-        self.state = RELEASED
+        self.state = State.RELEASED
         self.deadline = None
         if self._held_answer is not None:
             self._write_client(self._held_answer)
             self._held_answer = None
         held, self._held_server = self._held_server, []
-        for line in held:
-            msg = _relaxed(line)
-            if isinstance(msg, dict) and "id" in msg and "method" not in msg:
+        for msg, line in held:
+            if msg.shape is Shape.RESPONSE:
                 # Nothing of the client's reached the server but the opening request, so
                 # a held answer is to a request the client has not sent: never forwarded.
                 self._drop_unasked()
@@ -621,6 +723,8 @@ class Session:
         self._waiting.clear()
         for line in queue:
             self._client_released(line)
+        if self._client_eof:
+            self._close_server_input()
 
     # ----------------------------------------------------------------------------- blocks
 
@@ -657,7 +761,7 @@ class Session:
             self._write_json(error_response(id_, UNVERIFIED_ERROR, message, data))
 
     def _enter_blocked(self, blocked_ids: Sequence[Any]) -> None:
-        self.state = BLOCKED
+        self.state = State.BLOCKED
         self.deadline = None
         waiting = list(blocked_ids)
         if self._opening_pending or self._held_answer is not None:
@@ -685,11 +789,48 @@ class Session:
         self._drift = drift
         self.mid_session = mid_session
         self.exit_code = EXIT_DRIFT
+        self._report(drift, mid_session=mid_session)
         try:
             self.options.source.record_drift(observed, drift, mid_session=mid_session)
-        except ToolpinError as exc:
-            self._log(f"toolpin: could not store the observation for review: {exc.message}")
-        self._report(drift, mid_session=mid_session)
+        except Exception as exc:  # any store fault fails closed, cleanly
+            self._store_failed(
+                exc, "recording the change", mid_session=mid_session, blocked_ids=blocked_ids
+            )
+            return
+        self._enter_blocked(blocked_ids)
+
+    def _store_failed(
+        self,
+        exc: Exception,
+        doing: str,
+        *,
+        mid_session: bool,
+        blocked_ids: Sequence[Any] = (),
+    ) -> None:
+        """A fault of the pin store (any exception): -31043 naming the store, one line
+        on stderr saying what is wrong with it, the server stopped, exit 2."""
+        if isinstance(exc, ToolpinError):
+            why = exc.message
+            advice = f" {exc.advice}" if exc.advice else ""
+        elif isinstance(exc, OSError):
+            why = f"{exc.strerror or type(exc).__name__}" + (
+                f" ({exc.filename})" if exc.filename else ""
+            )
+            advice = (
+                " Check the store directory (permissions, disk, mount); the pins were not changed."
+            )
+        else:
+            why = f"an unexpected {type(exc).__name__}"
+            advice = " The pins were not changed."
+        self.block_reason = "unverified"
+        self._drift = None
+        self._unverified_reason = "its pin store failed; see the server log"
+        self.mid_session = mid_session
+        self.exit_code = EXIT_UNVERIFIED
+        self._log(
+            f"toolpin: stopped {visible(self.options.label)}: the pin store failed while "
+            f"{doing}: {visible(why)}.{advice} Nothing was forwarded."
+        )
         self._enter_blocked(blocked_ids)
 
     def _unverified(
@@ -712,11 +853,14 @@ class Session:
         self._enter_blocked(blocked_ids)
 
     def _report(self, drift: Drift, *, mid_session: bool) -> None:
+        from toolpin.report.environment import environment_hints
         from toolpin.report.text import review_lines
 
         only_tools = all(c.kind is Kind.TOOL for c in drift.changes) and drift.instructions is None
         what = "TOOL DEFINITIONS" if only_tools and drift.changes else "DEFINITIONS"
         when = "DURING THIS SESSION" if mid_session else "SINCE YOU APPROVED THIS SERVER"
+        if self.options.command_change is not None and not mid_session:
+            what = "COMMAND" if drift.ok else f"COMMAND AND {what}"
         lines = [
             Line(""),
             Line(f"  ⛔ toolpin: {what} CHANGED {when}", "bad"),
@@ -724,7 +868,16 @@ class Session:
             Line(f"  id: {self.options.server_id}"),
             Line(f"  {self.options.source.describe_pin()}"),
             Line(""),
+            *(
+                [Line(f"  Command changed: {visible(self.options.command_change)}", "bad")]
+                if self.options.command_change is not None and not mid_session
+                else []
+            ),
             *review_lines(drift),
+            *(
+                Line(f"  {hint}" if hint.startswith("fix:") else f"  hint: {hint}", "medium")
+                for hint in environment_hints(drift, os.environ)
+            ),
             Line(""),
         ]
         advice = self.options.source.advice(mid_session=mid_session)
@@ -738,47 +891,81 @@ class Session:
         for listing in pin.listings():
             self._pinned_maps[listing.kind] = {d.key: d.hash for d in listing.items}
 
-    def _server_released(self, line: bytes) -> None:
-        loose = _relaxed(line)
-        track = None
-        id_: Any = None
-        if isinstance(loose, dict) and "id" in loose and "method" not in loose:
-            id_ = loose["id"]
-            key = _key(id_)
-            track = self._tracked.pop(key, None)
-            asked = key in self._forwarded
-            self._forwarded.pop(key, None)
-            if track is None and not asked and _may_be_listing(line):
-                # An answer to a request the client has not sent (yet): a client that
-                # sends it a moment later would take this unchecked listing.
-                self._drop_unasked()
-                return
-        if track is None:
-            self._write_client(line)
+    def _server_released(self, msg: Message, line: bytes) -> None:
+        if msg.shape is not Shape.RESPONSE:
+            self._write_client(line)  # a server request or notification
             return
-        msg = self._strict(line)
-        if not isinstance(msg, dict):
-            self._unverified(
-                "the server repeated a JSON member name or sent malformed JSON in a listing",
-                mid_session=True,
-                blocked_ids=[id_],
-            )
+        key = _key(msg.id)
+        if self._forwarded.pop(key, _ABSENT) is _ABSENT:
+            # An answer to a request the client has not sent (yet): a client that sends
+            # it a moment later would take it unchecked.
+            self._drop_unasked()
             return
-        result = msg.get("result")
-        if not isinstance(result, dict):
+        track = self._tracked.pop(key, None) if self._tracked else None
+        if track is None or msg.result is None:
             self._write_client(line)  # an error answer is the server's own business
             return
+        if not msg.strict:
+            self._unverified(
+                "a listing the proxy could not check (a repeated member name, nesting too "
+                "deep or a number no client reads exactly)",
+                mid_session=True,
+                blocked_ids=[track.id],
+            )
+            return
         try:
-            problem = self._check_result(track, result)
-        except (CollectError, ListingError) as exc:
+            problem = self._check_result(track, msg.result)
+        except (CollectError, ListingError, JSONError) as exc:
             reason = exc.reason if isinstance(exc, CollectError) else exc.message
-            self._unverified(reason, mid_session=True, blocked_ids=[id_])
+            self._unverified(reason, mid_session=True, blocked_ids=[track.id])
             return
         if problem is None:
             self._write_client(line)
+            self._remember_verified(track, msg, line)
             return
         drift, observed = problem
-        self._block(drift, observed, mid_session=True, blocked_ids=[id_])
+        self._block(drift, observed, mid_session=True, blocked_ids=[track.id])
+
+    def _remember_verified(self, track: _Track, msg: Message, line: bytes) -> None:
+        """Keep a verified one-page answer so that the same bytes (less the id) need no
+        second check (a client that lists again and again costs one comparison)."""
+        if not track.whole or msg.id_span is None or "nextCursor" in msg.result:
+            return
+        start, end = msg.id_span
+        text = line.decode("utf-8")
+        head = text[:start].encode("utf-8")
+        tail = line[len(head) + len(text[start:end].encode("utf-8")) :]
+        self._verified[track.kind] = (head, tail)
+
+    def _verified_again(self, line: bytes) -> bool:
+        """Whether ``line`` is a verified page again, answering a tracked request; then
+        it is forwarded at once."""
+        for key, track in self._tracked.items():
+            if not track.whole:
+                continue
+            known = self._verified.get(track.kind)
+            if known is None:
+                continue
+            head, tail = known
+            if not (line.startswith(head) and line.endswith(tail)):
+                continue
+            if len(line) < len(head) + len(tail):
+                continue
+            middle = line[len(head) : len(line) - len(tail)]
+            # A plain scalar in place of the id keeps the verified line's structure.
+            if len(middle) > 300 or not middle.isascii() or b"\r" in middle:
+                continue
+            try:
+                id_ = json.loads(middle)
+            except ValueError:
+                continue
+            if not _valid_plain_id(id_) or _key(id_) != key:
+                continue
+            del self._tracked[key]
+            self._forwarded.pop(key, None)
+            self._write_client(line)
+            return True
+        return False
 
     def _drop_unasked(self) -> None:
         if not self._dropped_note:
@@ -863,7 +1050,12 @@ class Session:
     def on_server_exit(self, code: int | None) -> int:
         """The server's stdout closed; returns the proxy's exit code."""
         with self._lock:
-            if self.state in (HANDSHAKE, VERIFYING) or (self.state == INIT and self._waiting):
+            state = self.state
+            if (
+                state is State.HANDSHAKE
+                or state is State.VERIFYING
+                or (state is State.INIT and self._waiting)
+            ):
                 self._unverified("the server exited before it could be verified")
             if self.exit_code is not None:
                 return self.exit_code
@@ -878,7 +1070,7 @@ class Session:
         session stopped mid-session ends, so that requests already forwarded fail at once.
         """
         with self._lock:
-            return self.state == BLOCKED and not self.mid_session
+            return self.state is State.BLOCKED and not self.mid_session
 
 
 def _only_removals(drift: Drift) -> bool:
@@ -908,246 +1100,3 @@ def _counts(snapshot: Snapshot) -> str:
     if snapshot.instructions is not None:
         parts.append("instructions")
     return ", ".join(parts)
-
-
-# -------------------------------------------------------------------------------- relay
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    written = os.write(fd, data)
-    if written == len(data):
-        return
-    view = memoryview(data)[written:]
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _blank(line: bytes) -> bool:
-    return len(line) <= 2 and not line.strip()
-
-
-def pump(
-    fd: int,
-    on_line: Callable[[bytes], None],
-    on_long: Callable[[bytes], Callable[[bytes], None] | None],
-) -> None:
-    """Read newline-delimited messages from ``fd`` until end of file.
-
-    Every complete line up to :data:`MAX_INSPECT` bytes goes to ``on_line`` whole, with
-    its newline (blank lines are skipped; a last line without one gets one). A longer
-    line is offered to ``on_long`` with its first bytes: it returns where to stream the
-    line, or ``None`` to drop it.
-    """
-    read = os.read
-    parts: list[bytes] = []
-    held = 0
-    sink: Callable[[bytes], None] | None = None
-    dropping = False
-    while True:
-        try:
-            data = read(fd, READ_SIZE)
-        except OSError:
-            data = b""
-        if not data:
-            if parts:
-                tail = b"".join(parts)
-                if tail.strip():
-                    on_line(tail + b"\n")
-            return
-        start = 0
-        if sink is not None or dropping:
-            nl = data.find(b"\n")
-            if nl < 0:
-                if sink is not None:
-                    sink(data)
-                continue
-            if sink is not None:
-                sink(data[: nl + 1])
-            sink = None
-            dropping = False
-            start = nl + 1
-        nl = data.find(b"\n", start)
-        if nl >= 0 and parts:
-            parts.append(data[start : nl + 1])
-            line = b"".join(parts)
-            parts = []
-            held = 0
-            if not _blank(line):
-                on_line(line)
-            start = nl + 1
-            nl = data.find(b"\n", start)
-        while nl >= 0:
-            line = data[start : nl + 1]
-            if not _blank(line):
-                on_line(line)
-            start = nl + 1
-            nl = data.find(b"\n", start)
-        if start < len(data):
-            rest = data[start:]
-            parts.append(rest)
-            held += len(rest)
-            if held > MAX_INSPECT:
-                sink = on_long(parts[0])
-                if sink is None:
-                    dropping = True
-                else:
-                    for part in parts:
-                        sink(part)
-                parts = []
-                held = 0
-
-
-class _Relay:
-    """Process plumbing: spawn, two reader threads, a watchdog, signals, exit."""
-
-    def __init__(self, argv: Sequence[str], options: ProxyOptions) -> None:
-        self.argv = list(argv)
-        self.options = options
-        self.client_in = sys.stdin.fileno()
-        self.client_out = sys.stdout.fileno()
-        self.out_lock = threading.Lock()
-        self.server_lock = threading.Lock()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.server_in: int | None = None
-        self.session: Session | None = None
-        self.exiting = threading.Event()
-
-    # writes (called with the session lock held; these locks are leaves)
-    def write_client(self, data: bytes) -> None:
-        with self.out_lock:
-            try:
-                _write_all(self.client_out, data)
-            except OSError:
-                session = self.session
-                code = session.exit_code if session is not None else None
-                self.shutdown(code if code is not None else 0)
-
-    def write_server(self, data: bytes) -> None:
-        with self.server_lock:
-            if self.server_in is None:
-                return
-            # An error means the server is gone; the stdout reader handles its exit.
-            with contextlib.suppress(OSError):
-                _write_all(self.server_in, data)
-
-    def log(self, text: str) -> None:
-        try:
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-
-    def close_server_stdin(self) -> None:
-        with self.server_lock:
-            if self.server_in is not None:
-                self.server_in = None
-                stdin = self.proc.stdin if self.proc is not None else None
-                if stdin is not None:  # closed through its owner: no double close
-                    with contextlib.suppress(OSError):
-                        stdin.close()
-
-    def terminate_server(self) -> None:
-        self.close_server_stdin()
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(OSError):
-                proc.terminate()
-
-    def shutdown(self, code: int) -> None:
-        """End the proxy now (from any thread): stop the server, exit with ``code``."""
-        if self.exiting.is_set():
-            return
-        self.exiting.set()
-        self.terminate_server()
-        proc = self.proc
-        if proc is not None:
-            try:
-                proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.flush()
-        os._exit(code)
-
-    def spawn(self, proc: subprocess.Popen[bytes] | None) -> None:
-        if proc is None:
-            proc = spawn_server(self.argv, self.options.label)
-        self.proc = proc
-        assert proc.stdin is not None
-        self.server_in = proc.stdin.fileno()
-
-    def run(self, proc: subprocess.Popen[bytes] | None = None) -> int:
-        self.spawn(proc)
-        assert self.proc is not None and self.proc.stdout is not None
-        self.session = Session(
-            self.options,
-            write_server=self.write_server,
-            write_client=self.write_client,
-            log=self.log,
-            terminate_server=self.terminate_server,
-        )
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, self._forward_signal)
-        server_reader = threading.Thread(
-            target=self._pump_server, name="toolpin-server", daemon=True
-        )
-        server_reader.start()
-        threading.Thread(target=self._watchdog, name="toolpin-watchdog", daemon=True).start()
-        session = self.session
-        pump(self.client_in, session.on_client_line, session.client_long_line)
-        # The client closed its side: close the server's stdin and let it finish.
-        self.close_server_stdin()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        server_reader.join(timeout=5)
-        self.exiting.set()
-        return session.on_server_exit(self.proc.wait())
-
-    def _forward_signal(self, signum: int, _frame: Any) -> None:
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(OSError):
-                proc.send_signal(signum)
-
-    def _watchdog(self) -> None:
-        # Deadlines exist only until the verdict: the thread ends at release or block.
-        while not self.exiting.is_set():
-            time.sleep(0.05)
-            session = self.session
-            if session is None:
-                continue
-            if session.deadline is not None:
-                session.on_deadline()
-            if session.state in (RELEASED, BLOCKED):
-                return
-
-    def _pump_server(self) -> None:
-        assert self.session is not None and self.proc is not None and self.proc.stdout is not None
-        session = self.session
-        pump(self.proc.stdout.fileno(), session.on_server_line, session.server_long_line)
-        code = session.on_server_exit(self.proc.wait())
-        if session.keeps_answering():
-            return  # the main thread answers the client with the error until it hangs up
-        self.shutdown(code)
-
-
-def run(
-    argv: Sequence[str],
-    options: ProxyOptions,
-    *,
-    proc: subprocess.Popen[bytes] | None = None,
-) -> int:
-    """Run the proxy until the client hangs up; returns the exit code.
-
-    ``proc`` is the server when it was already started (see :mod:`toolpin.proxy.start`);
-    otherwise ``argv`` is spawned here.
-    """
-    return _Relay(argv, options).run(proc)

@@ -7,6 +7,8 @@ them and returns styled lines; prints nothing. The digest named in the closing
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from toolpin.core.drift import ADDED, compare
 from toolpin.core.render import Line, text_diff, visible, wrapped
 from toolpin.core.snapshot import Snapshot
@@ -23,14 +25,19 @@ def pending_review(
     digest: str,
     pinned: Snapshot,
     observed: Snapshot,
+    command_lines: Sequence[Line] = (),
 ) -> list[Line]:
-    """The labelled summary and full diff of a waiting change, then how to accept it."""
+    """The labelled summary and full diff of a waiting change, then how to accept it.
+
+    ``command_lines`` say when the observation was made with another command than the
+    approved one (a pin found by ``--name``)."""
     drift = compare(pinned, observed)
     return [
         Line(visible(label), "header"),
         Line(f"approved  {visible(pinned_at)}"),
         Line(f"observed  {visible(observed_at)}" + ("  (during a session)" if mid_session else "")),
         Line(""),
+        *command_lines,
         *review_lines(drift),
         Line(""),
         Line(f"If you accept this change:  toolpin approve {server_id} --expect {digest[:16]}"),
