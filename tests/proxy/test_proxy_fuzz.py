@@ -62,6 +62,9 @@ class FirstUse:
     def advice(self, *, mid_session: bool) -> list[str]:
         return []
 
+    def save_report(self, text: str) -> str | None:
+        return None
+
     def describe_pin(self) -> str:
         return "pinned: now"
 

@@ -46,3 +46,7 @@ class PinSource(Protocol):
 
     def describe_pin(self) -> str:
         """Where the pin came from, for the stderr report (``pinned <time>``)."""
+
+    def save_report(self, text: str) -> str | None:
+        """Keep the block report (plain text) where a person can read it, for clients that
+        hide the server's stderr; returns its path, which the client's error names."""

@@ -437,6 +437,9 @@ class StorePinSource:
     match_text = "unchanged"
     accepts_subset = False
 
+    def save_report(self, text: str) -> str | None:
+        return save_block_report(self.server_id, text, self.store.home)
+
     def __init__(
         self, store: PinStore, server_id: str, label: str, command: Command | None = None
     ) -> None:
@@ -515,3 +518,14 @@ class StorePinSource:
     def describe_pin(self) -> str:
         """``pinned: <time>`` for the report."""
         return f"pinned: {self.record.pinned_at}" if self.record is not None else "pinned: (now)"
+
+
+def save_block_report(server_id: str, text: str, home: Path | None = None) -> str:
+    """Write the latest block report of a server to ``<home>/reports/<id>.txt`` (private,
+    atomic) and return its path. The text is what stderr showed, with unsafe characters
+    already made visible; ``toolpin review ID`` stays the way to read the change."""
+    directory = (home if home is not None else toolpin_home()) / "reports"
+    ensure_private_dir(directory)
+    path = directory / f"{server_id}.txt"
+    atomic_write(path, text.encode("utf-8", "backslashreplace"))
+    return str(path)

@@ -258,6 +258,7 @@ class Session:
         self.block_reason: str | None = None
         self.mid_session = False
         self._drift: Drift | None = None
+        self._report_path: str | None = None
         self._unverified_reason = ""
         if self._pinned is not None:
             self._index_pin(self._pinned)
@@ -744,6 +745,8 @@ class Session:
     def _answer_blocked(self, id_: Any) -> None:
         if self.block_reason == "drift":
             message = self.options.source.block_message(mid_session=self.mid_session)
+            if self._report_path is not None:
+                message += f" (the diff is also in {self._report_path})"
             data = self._data(REASON_DRIFT, self._drift)
             self._write_json(error_response(id_, DRIFT_ERROR, message, data))
         else:
@@ -883,6 +886,10 @@ class Session:
         advice = self.options.source.advice(mid_session=mid_session)
         lines.extend(Line(f"  {x}", "header" if i == 0 else None) for i, x in enumerate(advice))
         self._log(to_text(lines, color=self.options.color))
+        try:  # for clients that hide stderr; a failure here never changes the verdict
+            self._report_path = self.options.source.save_report(to_text(lines, color=False))
+        except Exception:
+            self._report_path = None
 
     # ----------------------------------------------------------------------- whole session
 

@@ -45,6 +45,14 @@ class LockPinSource:
         self.entry = entry
         self.label = label
 
+    def save_report(self, text: str) -> str | None:
+        import hashlib
+
+        from toolpin.pins.store import save_block_report
+
+        name = self.entry.server_id or hashlib.sha256(self.entry_name.encode()).hexdigest()[:16]
+        return save_block_report(name, text)
+
     def pinned(self) -> Snapshot | None:
         """The locked snapshot."""
         return self.entry.snapshot
