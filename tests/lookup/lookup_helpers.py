@@ -35,7 +35,9 @@ def tool(name: str, description: str = "Does a thing.", **extra: Any) -> dict[st
 def snapshot(tools: Sequence[dict[str, Any]], instructions: str | None = None) -> Snapshot:
     doc: dict[str, Any] = {"tools": list(tools)}
     if instructions is not None:
-        doc = {"result": {"instructions": instructions, "serverInfo": {"name": "s", "version": "1"}}}
+        doc = {
+            "result": {"instructions": instructions, "serverInfo": {"name": "s", "version": "1"}}
+        }
         return snapshot_from_export([doc, {"tools": list(tools)}], paged=True).snapshot
     return snapshot_from_export(doc).snapshot
 
@@ -79,7 +81,9 @@ class LogBuilder:
             url=url,
             package=PackageCoords("npm", package, "1.0.0") if package else None,
         )
-        obs = Observation(snapshot=snap, era="modern", protocol_version="2026-07-28", observed_at=at)
+        obs = Observation(
+            snapshot=snap, era="modern", protocol_version="2026-07-28", observed_at=at
+        )
         blob = BlobStore(self.root).put(definitions_blob(snap))
         record = observation_record(candidate, obs, previous=self.previous.get(sid), blob=blob)
         index = self.log.size
