@@ -46,8 +46,18 @@ def http_server(
 ) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [PYTHON, "-m", "toolpin", "lookup", "--log", str(weather_log.root)]
-        + ["--vkey", weather_log.vkey, "--http", str(port)],
+        [
+            PYTHON,
+            "-m",
+            "toolpin",
+            "lookup",
+            "--log",
+            str(weather_log.root),
+            "--vkey",
+            weather_log.vkey,
+            "--http",
+            str(port),
+        ],
         env=lookup_env(toolpin_home),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
