@@ -208,7 +208,12 @@ class LogSource:
             modified = mirror.refresh(verifier)
         except TooLarge:
             return LogState("too-large", "url", checked_at=_now())
-        except (ProbeError, LogError, OSError):
+        except LogError:
+            # A checkpoint not signed by the pinned key, a malformed file, a blob that
+            # does not match its digest: the remote log is bad, and nothing is kept of it.
+            mirror.discard()
+            return LogState("unverified", "url", checked_at=_now())
+        except (ProbeError, OSError):
             # A refused checkpoint, a network failure or a cap: keep the last verified
             # state only if there is one (it is still a verified answer, and says its time).
             if self._state is not None and self._state.verified:
