@@ -36,8 +36,15 @@ def claude() -> Path:
             pytest.fail("npm is not on PATH; Node and npm are needed for these tests")
         CLAUDE_PREFIX.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
-            [npm, "install", "--prefix", str(CLAUDE_PREFIX), "--no-audit", "--no-fund"]
-            + [f"{CLAUDE_PACKAGE}@{CLAUDE_VERSION}"],  # noqa: RUF005
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(CLAUDE_PREFIX),
+                "--no-audit",
+                "--no-fund",
+                f"{CLAUDE_PACKAGE}@{CLAUDE_VERSION}",
+            ],
             capture_output=True,
             text=True,
             timeout=300,
