@@ -166,3 +166,33 @@ def test_bad_arguments_get_a_fixed_error(weather_log: LogBuilder, toolpin_home: 
         "server must be a non-empty string of at most 512 characters",
         "unknown argument",
     ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--log", "/nonexistent/log", "--vkey", "KEY"],
+            "--log /nonexistent/log is not a directory",
+        ),
+        (["--log", "LOG"], "--log needs --vkey"),
+        (["--vkey", "KEY"], "--vkey without --log"),
+        (["--log", "ftp://example.com/log", "--vkey", "KEY"], "a directory or an http(s) URL"),
+        (["--log", "LOG", "--vkey", "garbage"], "neither a verifier key nor a file"),
+    ],
+)
+def test_unusable_options_exit_2(
+    weather_log: LogBuilder, toolpin_home: Path, args: list[str], message: str
+) -> None:
+    import subprocess
+
+    argv = [a.replace("LOG", str(weather_log.root)).replace("KEY", weather_log.vkey) for a in args]
+    done = subprocess.run(
+        [PYTHON, "-m", "toolpin", "lookup", *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=lookup_env(toolpin_home),
+    )
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr

@@ -71,6 +71,8 @@ def lookup_command(
                 "--log needs --vkey: answers come only from a log verified by a pinned key"
             )
         verifier = _verifier(vkey)
+        if "://" in log_location and not log_location.startswith(("http://", "https://")):
+            raise InputError("--log takes a directory or an http(s) URL")
         if log_location.startswith(("http://", "https://")):
             from toolpin.probe.ssrf import check_url
 
@@ -86,8 +88,16 @@ def lookup_command(
     if http_port is None:
         anyio.run(serve_stdio, Lookup(source))
     else:
+        from toolpin.lookup.server import bind
+
+        try:
+            sock = bind(host, http_port)
+        except OSError as exc:
+            raise InputError(
+                f"cannot listen on {host}:{http_port} ({exc.strerror or 'refused'})"
+            ) from None
         click.echo(
             f"toolpin lookup: serving the log tools at http://{host}:{http_port}/mcp", err=True
         )
-        anyio.run(serve_http, Lookup(source, local=False), http_port, host)
+        anyio.run(serve_http, Lookup(source, local=False), sock, host)
     return 0

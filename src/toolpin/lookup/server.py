@@ -16,6 +16,7 @@ refuses a ``Host`` or ``Origin`` that is not this server's own (the SDK's
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Any, Final
 
 import anyio
@@ -129,11 +130,29 @@ def http_app(lookup: Lookup, host: str, port: int) -> Any:
     )
 
 
-async def serve_http(lookup: Lookup, port: int, host: str = LOOPBACK) -> None:
-    """Serve Streamable HTTP at ``http://host:port/mcp`` until cancelled."""
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (``OSError`` when the address is in use)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def serve_http(lookup: Lookup, sock: socket.socket, host: str = LOOPBACK) -> None:
+    """Serve Streamable HTTP at ``http://host:port/mcp`` on ``sock`` until cancelled.
+
+    ``host`` is the name clients use: only ``Host: host:port`` is accepted (both loopback
+    names when it is a loopback name).
+    """
     import uvicorn
 
+    port = sock.getsockname()[1]
     app = http_app(lookup, host, port)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    await server.serve()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])

@@ -467,7 +467,7 @@ class Lookup:
         }
         if changes:
             summary = (
-                f"seen since {obs[0].observed_at}, changed {len(changes)} times, last between "
+                f"seen since {obs[0].observed_at}, changed {len(changes)} time(s), last between "
                 f"{changes[-1]['window']['after']} and {changes[-1]['at']}"
             )
         else:
@@ -601,7 +601,9 @@ class Lookup:
         status = answer.pop("store", "ok")
         count = answer["count"]
         if count:
-            summary = f"{count} local servers wait for review, run the review command in a terminal"
+            summary = (
+                f"{count} local server(s) wait for review, run the review command in a terminal"
+            )
         else:
             summary = "no local server waits for review"
         return {"status": status, **answer, "summary": summary}
