@@ -8,7 +8,6 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,9 +15,13 @@ import httpx2
 import pytest
 from mcp import Client, MCPError
 
-from tests.lookup.conftest import PYTHON, WEATHER, lookup_env
-from tests.lookup.lookup_helpers import LogBuilder
-from toolpin.pins.store import PinStore
+from tests.lookup.conftest import (
+    PYTHON,
+    WEATHER,
+    build_blocked_store,
+    build_weather_log,
+    lookup_env,
+)
 
 INIT = {
     "jsonrpc": "2.0",
@@ -40,10 +43,13 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-def http_server(
-    weather_log: LogBuilder, blocked_store: PinStore, toolpin_home: Path
-) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One server for the module: a log, and a pin store with a blocked server it must hide."""
+    work = tmp_path_factory.mktemp("http")
+    weather_log = build_weather_log(work / "log")
+    toolpin_home = work / "home"
+    build_blocked_store(toolpin_home)
     port = _free_port()
     proc = subprocess.Popen(
         [
