@@ -148,3 +148,23 @@ def test_lookup_from_a_url_over_stdio(
     assert answer["status"] == "found"
     log = answer["log"]
     assert isinstance(log, dict) and log["source"] == "url" and log["status"] == "verified"
+
+
+def test_a_directory_rolled_back_behind_a_verified_checkpoint_is_refused(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    from tests.lookup.lookup_helpers import signer, tool
+
+    builder = LogBuilder(tmp_path / "log", signer())
+    builder.observe("a", [tool("x")], "2026-11-01T00:00:00Z")
+    builder.observe("b", [tool("y")], "2026-11-02T00:00:00Z")
+    shutil.copytree(builder.root, tmp_path / "older")
+    builder.observe("a", [tool("x", "changed")], "2026-11-03T00:00:00Z")
+    source = LogSource(str(builder.root), signer().verifier)
+    assert source.state().verified
+    shutil.rmtree(builder.root)
+    shutil.copytree(tmp_path / "older", builder.root)
+    state = source.state()
+    assert state.reason == "unverified" and not state.servers
