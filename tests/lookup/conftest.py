@@ -50,6 +50,11 @@ def build_blocked_store(home: Path) -> PinStore:
 
 
 @pytest.fixture
+def weather_log(tmp_path: Path) -> LogBuilder:
+    return build_weather_log(tmp_path / "log")
+
+
+@pytest.fixture
 def blocked_store(toolpin_home: Path) -> PinStore:
     return build_blocked_store(toolpin_home)
 
