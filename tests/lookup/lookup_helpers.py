@@ -91,6 +91,11 @@ class LogBuilder:
         self.previous[sid] = index
         return index
 
+    def log_record(self, index: int) -> dict[str, Any]:
+        from toolpin.publog.entries import decode_entry
+
+        return decode_entry(self.log.read_entry(index))
+
     def append_raw(self, record: dict[str, Any]) -> int:
         index = self.log.size
         self.log.append([encode_entry(record)], self.signer)
