@@ -149,3 +149,16 @@ def test_no_cors_for_other_origins(http_server: str) -> None:
     )
     assert preflight.status_code >= 400
     assert not any(h.lower().startswith("access-control-") for h in preflight.headers)
+
+
+def test_refused_header_values_are_logged_visibly(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from toolpin.lookup.server import VisibleText
+
+    logger = logging.getLogger("toolpin-test-visible")
+    logger.addFilter(VisibleText())
+    with caplog.at_level(logging.WARNING, logger="toolpin-test-visible"):
+        logger.warning("Invalid Origin header: %s", "http://a\u202eb\x1b[2J")
+    (record,) = caplog.records
+    assert "\u202e" not in record.getMessage() and "\x1b" not in record.getMessage()

@@ -130,6 +130,22 @@ def http_app(lookup: Lookup, host: str, port: int) -> Any:
     )
 
 
+class VisibleText(logging.Filter):
+    """Make control, bidi and zero-width characters visible in a log line: the SDK's
+    transport security logs the refused ``Host`` and ``Origin`` values, which a client
+    chose, to this server's stderr."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from toolpin.core.render import visible
+
+        record.msg = visible(record.getMessage())
+        record.args = ()
+        return True
+
+
+SDK_REQUEST_LOGGERS: Final = ("mcp.server.transport_security", "mcp.server.streamable_http")
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port`` (``OSError`` when the address is in use)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -153,6 +169,10 @@ async def serve_http(lookup: Lookup, sock: socket.socket, host: str = LOOPBACK) 
     import uvicorn
 
     port = sock.getsockname()[1]
+    for name in SDK_REQUEST_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, VisibleText) for f in logger.filters):
+            logger.addFilter(VisibleText())
     app = http_app(lookup, host, port)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])
