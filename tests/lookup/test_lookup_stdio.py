@@ -126,7 +126,12 @@ def test_no_log_configured_answers_so(toolpin_home: Path) -> None:
 
     lookup, status = anyio.run(session)
     assert lookup["status"] == "no-log" and lookup["server"] is None
-    assert lookup["log"] == {"status": "not-configured", "source": None, "checkpoint": None}
+    assert lookup["log"] == {
+        "status": "not-configured",
+        "source": None,
+        "checkpoint": None,
+        "stale": None,
+    }
     assert status["verified"] is False and status["checkpoint"] is None
 
 

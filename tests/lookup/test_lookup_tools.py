@@ -75,3 +75,21 @@ def test_a_blob_that_is_not_the_records_gives_no_labels(tmp_path: Path) -> None:
     change = answer["server"]["lastChange"]
     assert answer["server"]["changes"] == 1
     assert change["labelsVerified"] is False and change["labels"] == []
+
+
+def test_every_answer_says_whether_its_checkpoint_is_stale(
+    weather_log: LogBuilder, tmp_path: Path
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    later = datetime.now(UTC) + timedelta(days=3)
+    lookup = Lookup(
+        LogSource(str(weather_log.root), weather_log.signer.verifier),
+        home=tmp_path,
+        now=lambda: later,
+    )
+    assert lookup.call("lookup_server", {"server": WEATHER})["log"]["stale"] is True
+    status = lookup.call("log_status", {})
+    assert status["stale"] is True and status["ageSeconds"] >= 3 * 86400 - 60
+    fresh = lookup_of(weather_log, tmp_path)
+    assert fresh.call("lookup_server", {"server": WEATHER})["log"]["stale"] is False

@@ -60,7 +60,14 @@ def _nobj(props: Mapping[str, Any]) -> dict[str, Any]:
 CHECKPOINT_SCHEMA: Final = _nobj(
     {"origin": _STR, "size": _INT, "root": _STR, "checkedAt": _NSTR, "modifiedAt": _NSTR}
 )
-LOG_SCHEMA: Final = _obj({"status": _STR, "source": _NSTR, "checkpoint": CHECKPOINT_SCHEMA})
+LOG_SCHEMA: Final = _obj(
+    {
+        "status": _STR,
+        "source": _NSTR,
+        "checkpoint": CHECKPOINT_SCHEMA,
+        "stale": {"type": ["boolean", "null"]},
+    }
+)
 MATCH_SCHEMA: Final = _obj({"id": _STR, "name": _STR, "package": _NSTR, "host": _NSTR})
 WINDOW_SCHEMA: Final = _obj({"after": _STR, "before": _STR})
 ITEM_SCHEMA: Final = _obj({"kind": _STR, "name": _STR, "status": _STR, "labels": _KEYS})
@@ -358,8 +365,23 @@ class Lookup:
             "modifiedAt": state.modified_at,
         }
 
+    def _age(self, state: LogState) -> tuple[int | None, bool | None]:
+        """Seconds since the checkpoint was written, and whether that is stale."""
+        if not state.verified or state.modified_at is None:
+            return None, None
+        moment = _parse_time(state.modified_at)
+        if moment is None:
+            return None, None
+        age = max(0, int((self._now() - moment).total_seconds()))
+        return age, age > STALE_AFTER_SECONDS
+
     def _log(self, state: LogState) -> dict[str, Any]:
-        return {"status": state.reason, "source": state.kind, "checkpoint": self._checkpoint(state)}
+        return {
+            "status": state.reason,
+            "source": state.kind,
+            "checkpoint": self._checkpoint(state),
+            "stale": self._age(state)[1],
+        }
 
     @staticmethod
     def _as_of(state: LogState) -> str:
@@ -387,7 +409,9 @@ class Lookup:
             found = state.servers.get(query.lower())
             if found is not None:
                 return [found]
-        wanted = safe_name(query).lower()
+        # Compared reduced, case-folded and without leading or trailing "_" (what
+        # surrounding spaces and control characters reduce to).
+        wanted = safe_name(query).lower().strip("_")
         host = (
             safe_name(query.split("://", 1)[1].split("/", 1)[0]).lower() if "://" in query else None
         )
@@ -400,6 +424,7 @@ class Lookup:
                 names.add(last.package.split(":", 1)[-1].lower())
             if last.url_host is not None:
                 names.add(last.url_host.lower())
+            names = {n.strip("_") for n in names}
             if wanted in names or (host is not None and host == (last.url_host or "").lower()):
                 out.append(history)
         return sorted(out, key=lambda h: h.server_id)
@@ -610,12 +635,7 @@ class Lookup:
 
     def _log_status(self, args: Mapping[str, Any]) -> dict[str, Any]:
         state = self.source.state()
-        age = stale = None
-        if state.verified and state.modified_at is not None:
-            moment = _parse_time(state.modified_at)
-            if moment is not None:
-                age = max(0, int((self._now() - moment).total_seconds()))
-                stale = age > STALE_AFTER_SECONDS
+        age, stale = self._age(state)
         answer = {
             "status": state.reason,
             "source": state.kind,
