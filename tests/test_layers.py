@@ -35,7 +35,7 @@ ALLOWED: dict[str, set[str]] = {
     "publog": {"core", "util"},
     "crawl": {"clients", "core", "lockfile", "packages", "probe", "publog", "report", "util"},
     "site": {"core", "publog", "report", "util", "crawl", "clients"},
-    "lookup": {"core", "pins", "publog", "probe", "report", "util"},
+    "lookup": {"core", "lockfile", "pins", "publog", "probe", "report", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
     "cli": {
         "clients", "core", "crawl", "demo", "lockfile", "lookup", "offline", "packages",

@@ -54,7 +54,7 @@ def _register_commands() -> None:
     cli = _group()
     if cli.commands:
         return
-    from toolpin.cli import crawl, demo, lock, log, offline, pins, policy, run, wrap
+    from toolpin.cli import crawl, demo, lock, log, lookup, offline, pins, policy, run, wrap
 
     log.log_group.add_command(crawl.crawl_cmd)
     for command in (
@@ -73,6 +73,7 @@ def _register_commands() -> None:
         wrap.wrap_command,
         wrap.unwrap_command,
         policy.policy_command,
+        lookup.lookup_command,
         log.log_group,
     ):
         cli.add_command(command)
