@@ -33,9 +33,22 @@ def _register_commands() -> None:
     """
     if cli.commands:
         return
-    from toolpin.cli import crawl, demo, lock, log, offline, pins, policy, run, wrap
+    from toolpin.cli import (
+        crawl,
+        demo,
+        install,
+        lock,
+        log,
+        offline,
+        pins,
+        policy,
+        report,
+        run,
+        wrap,
+    )
 
     log.log_group.add_command(crawl.crawl_cmd)
+    log.log_group.add_command(report.report_command)
     for command in (
         offline.pin,
         offline.check,
@@ -52,6 +65,7 @@ def _register_commands() -> None:
         wrap.wrap_command,
         wrap.unwrap_command,
         policy.policy_command,
+        install.install_links_command,
         log.log_group,
     ):
         cli.add_command(command)

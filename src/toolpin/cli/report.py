@@ -1,0 +1,8 @@
+"""placeholder"""
+
+import click
+
+
+@click.command("report")
+def report_command() -> int:
+    return 0
