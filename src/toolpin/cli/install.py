@@ -39,13 +39,23 @@ from toolpin import __version__
     help="Print only this output (repeat); see the list below.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print every output as one JSON object.")
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option(
+    "--readme",
+    "readme_id",
+    default=None,
+    metavar="SERVER_ID",
+    help="Print a README link to this log server's page instead (with --base-url).",
+)
+@click.option("--base-url", default=None, help="The public log site, for --readme.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def install_links_command(
     name: str | None,
     env: tuple[str, ...],
     launcher: str,
     clients: tuple[str, ...],
     as_json: bool,
+    readme_id: str | None,
+    base_url: str | None,
     command: tuple[str, ...],
 ) -> int:
     """Print the entry that runs CMD behind `toolpin run` for each MCP client.
@@ -54,6 +64,9 @@ def install_links_command(
     vscode-cli, codex, gemini, windsurf, lmstudio, lmstudio-web, goose.
 
     toolpin install-links --name files -- npx -y @modelcontextprotocol/server-filesystem /tmp
+
+    A README link names the server by its log id and never carries a command:
+    toolpin install-links --readme 3f2a9c0d1e4b5a67 --base-url https://log.example.org
     """
     from toolpin.clients.install_links import (
         CLIENT_TITLES,
@@ -61,8 +74,14 @@ def install_links_command(
         InstallRequest,
         default_name,
         install_links,
+        readme_link,
     )
 
+    if readme_id is not None:
+        if command or base_url is None:
+            raise click.UsageError("--readme takes --base-url and no server command")
+        click.echo(readme_link(base_url, readme_id))
+        return 0
     argv = list(command)
     if argv and argv[0] != "--" and argv[0].startswith("-"):
         raise click.UsageError(f"no such option: {argv[0]} (put the server command after --)")

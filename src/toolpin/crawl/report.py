@@ -218,18 +218,23 @@ class LogView:
         }
 
 
-def _snapshot(blobs: Any, ref: str, index: int) -> Snapshot:
+def _snapshot(blobs: Any, ref: str, index: int, surface: str) -> Snapshot:
+    """The definitions of entry ``index``: its blob (digest-checked on read, the digest
+    signed in the entry) parsed as toolpin's own bytes, then checked against the entry's
+    surface hash."""
     from toolpin.lockfile.native import entry_from_json
 
     raw = blobs.get(ref)
     try:
         doc = json.loads(raw)
-    except ValueError:
-        raise ReportError(f"entry {index}: its blob is not JSON") from None
-    try:
-        return entry_from_json(doc, path=Path(ref), name=str(index)).snapshot
+        snapshot = entry_from_json(doc, path=Path(ref), name=str(index), trusted=True).snapshot
     except InputError as exc:
         raise ReportError(f"entry {index}: its blob is unusable ({exc.message})") from None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise ReportError(f"entry {index}: its blob is not a definitions blob") from None
+    if snapshot.surface_hash() != surface:
+        raise ReportError(f"entry {index}: its blob does not match the entry's surface digest")
+    return snapshot
 
 
 def _explain(old: Snapshot, new: Snapshot) -> dict[str, Any]:
@@ -334,7 +339,7 @@ def load_view(
             others += 1
             continue
         server_id, name, surface, observed, look = fields
-        snapshot = _snapshot(blobs, value["blob"], index)
+        snapshot = _snapshot(blobs, value["blob"], index, surface)
         counts = _counts(value)
         before = latest.get(server_id)
         extra: dict[str, Any] = {}

@@ -1,5 +1,5 @@
 /* toolpin install generator: turns a server command into an entry that runs it behind
- * `toolpin run --name N -- <argv>`, for every client. No network, no eval, no innerHTML.
+ * `toolpin run --name N -- <argv>`, for every client. No network; text only, never markup.
  * The same rules and bytes as toolpin.clients.install_links (a test runs both).
  */
 (function (root) {

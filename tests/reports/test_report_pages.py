@@ -1,0 +1,73 @@
+"""The site's reports/ pages: deterministic, incremental, no third-party text, no script."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.reports.conftest import HOSTILE
+from tests.reports.logbuilder import LogBuilder
+from toolpin.crawl.report import load_view
+from toolpin.publog.note import Verifier
+from toolpin.site.render import environment
+from toolpin.site.reports import write_report_pages
+
+CONTEXT = {
+    "checkpoint": {"size": 6, "root": "ROOT", "time": "2026-11-06T12:00:00Z"},
+    "base_url": "https://log.example.org",
+}
+
+
+def _build(history: LogBuilder, out: Path) -> list[Path]:
+    view = load_view(history.path, Verifier.from_text(history.vkey))
+    return write_report_pages(environment(), out, CONTEXT, view)
+
+
+def test_pages_for_every_month_and_the_last_day(history: LogBuilder, tmp_path: Path) -> None:
+    files = _build(history, tmp_path / "site")
+    names = sorted(p.name for p in files)
+    assert names == [
+        "2026-10.html",
+        "2026-10.json",
+        "2026-11.html",
+        "2026-11.json",
+        "index.html",
+        "latest.html",
+        "latest.json",
+    ]
+    november = json.loads((tmp_path / "site/reports/2026-11.json").read_text(encoding="utf-8"))
+    assert november["servers"]["changed"] == 3
+    assert november["generatedAt"] == "2026-11-06T12:00:00Z"
+    latest = json.loads((tmp_path / "site/reports/latest.json").read_text(encoding="utf-8"))
+    assert [c["index"] for c in latest["changes"]] == [4, 5]
+    page = (tmp_path / "site/reports/2026-11.html").read_text(encoding="utf-8")
+    assert "Drift report, 2026-11" in page and "secrets" in page
+    index = (tmp_path / "site/reports/index.html").read_text(encoding="utf-8")
+    assert index.index("2026-11.html") < index.index("2026-10.html")  # newest first
+
+
+def test_no_server_text_no_inline_script_no_labels_by_server(
+    history: LogBuilder, tmp_path: Path
+) -> None:
+    for path in _build(history, tmp_path / "site"):
+        text = path.read_text(encoding="utf-8")
+        for needle in (HOSTILE, "onerror", "\u202e", "Read a file", "id_rsa"):
+            assert needle not in text, (path.name, needle)
+        if path.suffix == ".html":
+            assert not re.search(r"<script(?![^>]*\bsrc=)", text)
+            assert not re.search(r"\son[a-z]+=", text) and "style=" not in text
+    month = (tmp_path / "site/reports/2026-11.html").read_text(encoding="utf-8")
+    servers_table = month.split("Servers, by count of tools changed", 1)[1].split("<h2>", 1)[0]
+    assert "<code>" not in servers_table  # no label key in the per-server table
+
+
+def test_rebuild_is_byte_identical_and_touches_no_file(history: LogBuilder, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    files = _build(history, out)
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files}
+    view = load_view(history.path, Verifier.from_text(history.vkey))
+    written: list[Path] = []
+    write_report_pages(environment(), out, CONTEXT, view, on_write=written.append)
+    assert written == []
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files} == before
