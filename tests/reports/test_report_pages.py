@@ -71,3 +71,16 @@ def test_rebuild_is_byte_identical_and_touches_no_file(history: LogBuilder, tmp_
     write_report_pages(environment(), out, CONTEXT, view, on_write=written.append)
     assert written == []
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files} == before
+
+
+def test_months_run_to_the_build_month_even_without_changes(
+    history: LogBuilder, tmp_path: Path
+) -> None:
+    view = load_view(history.path, Verifier.from_text(history.vkey))
+    context = {**CONTEXT, "checkpoint": {**CONTEXT["checkpoint"], "time": "2027-01-02T00:00:00Z"}}
+    files = write_report_pages(environment(), tmp_path, context, view)
+    names = {p.name for p in files}
+    assert {"2026-12.html", "2027-01.json"} <= names
+    december = json.loads((tmp_path / "reports/2026-12.json").read_text(encoding="utf-8"))
+    assert december["servers"]["changed"] == 0 and december["partial"] is False
+    assert december["start"]["size"] == december["end"]["size"] == 6

@@ -60,7 +60,7 @@ def _since_lines(doc: dict[str, Any]) -> list[str]:
     )
     lines = [
         f"log {cp['origin']}: {doc['entries']} entries since {start}; signed checkpoint "
-        f"size {cp['size']}, consistent ({len(doc['consistencyProof'])} proof hashes)"
+        f"size {cp['size']}, consistent (proof of {len(doc['consistencyProof'])} hashes)"
     ]
     for row in doc["changes"]:
         mark = "*" if row["watched"] else " "
@@ -94,7 +94,7 @@ def _since_lines(doc: dict[str, Any]) -> list[str]:
 
 def _monthly_lines(doc: dict[str, Any]) -> list[str]:
     s, c = doc["servers"], doc["changes"]
-    partial = " (partial: the log has not yet been seen past the month)" if doc["partial"] else ""
+    partial = " (partial: the month is not over)" if doc["partial"] else ""
     lines = [
         f"{doc['month']}{partial}: {s['changed']} of {s['tracked']} servers changed, "
         f"{s['recordedNew']} recorded for the first time",
@@ -103,7 +103,7 @@ def _monthly_lines(doc: dict[str, Any]) -> list[str]:
         "labels (totals): " + (", ".join(f"{k} {v}" for k, v in doc["labels"].items()) or "none"),
     ]
     lines.extend(
-        f"gap: {gap['from']} to {gap['to']} ({gap['changes']} changes dated by it)"
+        f"gap: {gap['from']} to {gap['to']} (changes dated by this window: {gap['changes']})"
         for gap in doc["gaps"]
     )
     lines.append(

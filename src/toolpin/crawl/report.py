@@ -472,7 +472,8 @@ def monthly_report(view: LogView, month: str, *, generated_at: str) -> dict[str,
     """The month's drift report over ``view`` (a superset of mcp-pin's monthly JSON).
 
     The month holds the entries first observed in it; its start tree is the log before
-    the first of them, its end tree the log up to the last of them.
+    the first of them, its end tree the log up to the last of them. ``partial``: the
+    report was made (``generated_at``) before the month ended.
     """
     start_time, end_time = _month_bounds(month)
 
@@ -526,13 +527,13 @@ def monthly_report(view: LogView, month: str, *, generated_at: str) -> dict[str,
     gaps = _merge_gaps(
         (c.window_from, c.observed_at) for c in changed if c.gap and c.window_from is not None
     )
-    last_seen = max((when(c) for c in view.changes), default=None)
+    made = _parse_time(generated_at)
     return {
         "type": REPORT_TYPE,
         "v": 1,
         "report": "toolpin monthly drift report",
         "month": month,
-        "partial": last_seen is None or last_seen < end_time,
+        "partial": made is None or made < end_time,
         "generatedAt": generated_at,
         "origin": view.origin,
         "checkpoint": view.checkpoint_json(),

@@ -41,13 +41,14 @@ def _write(path: Path, data: bytes) -> bool:
     return True
 
 
-def months_of(view: LogView) -> list[str]:
-    """Every ``YYYY-MM`` from the first observation's month to the last's, in order."""
+def months_of(view: LogView, until: str = "") -> list[str]:
+    """Every ``YYYY-MM`` from the first observation's month to the last's (or to ``until``,
+    the build's month, when later), in order."""
     stamps = sorted(c.observed_at[:7] for c in view.changes)
     if not stamps:
         return []
     year, month = int(stamps[0][:4]), int(stamps[0][5:7])
-    last = stamps[-1]
+    last = max(stamps[-1], until)
     out = []
     while f"{year:04d}-{month:02d}" <= last:
         out.append(f"{year:04d}-{month:02d}")
@@ -99,7 +100,7 @@ def write_report_pages(
             on_write(path)
         files.append(path)
 
-    months = months_of(view)
+    months = months_of(view, generated[:7])
     summaries = []
     for month in months:
         report = monthly_report(view, month, generated_at=generated)
