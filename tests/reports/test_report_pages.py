@@ -6,8 +6,10 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.reports.conftest import HOSTILE
-from tests.reports.logbuilder import LogBuilder
+from tests.reports.logbuilder import LogBuilder, tools
 from toolpin.crawl.report import load_view
 from toolpin.publog.note import Verifier
 from toolpin.site.render import environment
@@ -84,3 +86,30 @@ def test_months_run_to_the_build_month_even_without_changes(
     december = json.loads((tmp_path / "reports/2026-12.json").read_text(encoding="utf-8"))
     assert december["servers"]["changed"] == 0 and december["partial"] is False
     assert december["start"]["size"] == december["end"]["size"] == 6
+
+
+def test_the_explanation_cache_is_reused_and_gives_the_same_report(
+    history: LogBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolpin.crawl.report as rep
+
+    verifier = Verifier.from_text(history.vkey)
+    cache = tmp_path / "cache.json"
+    fresh = rep.load_view(history.path, verifier, cache=cache)
+    assert cache.is_file()
+    calls: list[int] = []
+    real = rep._explain
+    monkeypatch.setattr(rep, "_explain", lambda a, b: calls.append(1) or real(a, b))
+    again = rep.load_view(history.path, verifier, cache=cache)
+    assert calls == []
+    assert again.changes == fresh.changes
+    history.batch(
+        ("aaaaaaaaaaaaaaaa", "io.example/search", tools(search="New."), "2026-11-07T00:00:00Z")
+    )
+    grown = rep.load_view(history.path, verifier, cache=cache)
+    assert calls == [1] and grown.changes[:-1] == fresh.changes
+    doc = json.loads(cache.read_text(encoding="utf-8"))
+    doc["toolpin"] = "0.0.0-other"
+    cache.write_text(json.dumps(doc), encoding="utf-8")
+    rep.load_view(history.path, verifier, cache=cache)
+    assert len(calls) == 1 + 4  # another version's explanations are not trusted

@@ -53,6 +53,7 @@ SINCE_TYPE: Final = "toolpin/since-report"
 __all__ = [
     "GAP_HOURS",
     "Change",
+    "ExplainCache",
     "LogView",
     "ReportError",
     "load_view",
@@ -291,18 +292,84 @@ def _counts(value: Mapping[str, Any]) -> dict[str, int]:
     return {k: v for k, v in sorted(counts.items()) if isinstance(v, int) and v >= 0}
 
 
+class ExplainCache:
+    """Explanations of changes already made, kept between builds (entries never change).
+
+    One JSON file: ``{"v", "toolpin", "origin", "entries": {index: [leaf hash, previous
+    index, explanation]}}``. An entry is reused only when its leaf hash and previous entry
+    are the same; a file of another toolpin version (label rules may differ) or another
+    log is ignored, and an unreadable one is rebuilt.
+    """
+
+    def __init__(self, path: Path, origin: str) -> None:
+        from toolpin import __version__
+
+        self.path = path
+        self.header = {"v": 1, "toolpin": __version__, "origin": origin}
+        self.entries: dict[str, list[Any]] = {}
+        self.dirty = False
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if isinstance(doc, dict) and all(doc.get(k) == v for k, v in self.header.items()):
+            entries = doc.get("entries")
+            if isinstance(entries, dict):
+                self.entries = entries
+
+    def get(self, index: int, leaf: str, previous: int) -> dict[str, Any] | None:
+        hit = self.entries.get(str(index))
+        if not (isinstance(hit, list) and len(hit) == 3 and hit[:2] == [leaf, previous]):
+            return None
+        value = hit[2]
+        if not isinstance(value, dict):
+            return None
+        try:
+            return {
+                "tools_added": tuple(str(x) for x in value["tools_added"]),
+                "tools_removed": tuple(str(x) for x in value["tools_removed"]),
+                "tools_changed": tuple(str(x) for x in value["tools_changed"]),
+                "schema_only": int(value["schema_only"]),
+                "other_changes": int(value["other_changes"]),
+                "labels": tuple(str(x) for x in value["labels"]),
+            }
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def put(self, index: int, leaf: str, previous: int, value: Mapping[str, Any]) -> None:
+        self.entries[str(index)] = [
+            leaf,
+            previous,
+            {k: list(v) if isinstance(v, tuple) else v for k, v in value.items()},
+        ]
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        from toolpin.util.fs import atomic_write
+
+        doc = {**self.header, "entries": self.entries}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.path, json.dumps(doc, separators=(",", ":")).encode("utf-8"))
+        self.dirty = False
+
+
 def load_view(
     log_dir: str | Path,
     verifier: Any,
     *,
     since_note: str | None = None,
     as_of_note: str | None = None,
+    cache: Path | None = None,
 ) -> LogView:
     """Audit the log and read every observation up to its signed checkpoint.
 
     ``since_note``: a kept checkpoint the log must be consistent with. ``as_of_note``: read
     the log only up to this (older, signed) checkpoint, after checking the log extends it.
-    Raises :class:`ReportError` (exit 1: the log is bad) or :class:`InputError` (exit 2).
+    ``cache``: a file of earlier explanations (:class:`ExplainCache`), so that a rebuild
+    explains only new entries. Raises :class:`ReportError` (exit 1: the log is bad) or
+    :class:`InputError` (exit 2).
     """
     from toolpin.publog.blobs import BlobStore
     from toolpin.publog.checkpoint import open_checkpoint
@@ -329,7 +396,9 @@ def load_view(
             raise InputError(f"the report's checkpoint is unusable: {exc.message}") from None
         note = as_of_note
     blobs = BlobStore(root)
-    latest: dict[str, tuple[int, Snapshot, str, dict[str, int], str]] = {}
+    explained = ExplainCache(cache, checkpoint.origin) if cache is not None else None
+    # server id -> (index, blob ref, surface, counts, observedAt, snapshot once read)
+    latest: dict[str, list[Any]] = {}
     changes: list[Change] = []
     others = 0
     for index, raw in enumerate(log.iter_entries(0, checkpoint.size)):
@@ -339,12 +408,22 @@ def load_view(
             others += 1
             continue
         server_id, name, surface, observed, look = fields
-        snapshot = _snapshot(blobs, value["blob"], index, surface)
         counts = _counts(value)
+        leaf = leaf_hash(raw)
         before = latest.get(server_id)
         extra: dict[str, Any] = {}
+        snapshot: Snapshot | None = None
         if before is not None:
-            extra = _explain(before[1], snapshot)
+            key = _b64(leaf)
+            hit = explained.get(index, key, before[0]) if explained is not None else None
+            if hit is None:
+                if before[5] is None:
+                    before[5] = _snapshot(blobs, before[1], before[0], before[2])
+                snapshot = _snapshot(blobs, value["blob"], index, surface)
+                hit = _explain(before[5], snapshot)
+                if explained is not None:
+                    explained.put(index, key, before[0], hit)
+            extra = hit
         changes.append(
             Change(
                 index=index,
@@ -358,11 +437,13 @@ def load_view(
                 previous_surface=before[2] if before else None,
                 counts=counts,
                 previous_counts=before[3] if before else {},
-                leaf_hash=leaf_hash(raw),
+                leaf_hash=leaf,
                 **extra,
             )
         )
-        latest[server_id] = (index, snapshot, surface, counts, observed)
+        latest[server_id] = [index, value["blob"], surface, counts, observed, snapshot]
+    if explained is not None:
+        explained.save()
     return LogView(
         log_dir=root,
         origin=checkpoint.origin,

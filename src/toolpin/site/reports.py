@@ -62,7 +62,8 @@ def _view(log: LogView | str | Path, context: Mapping[str, Any]) -> LogView:
     verifier = context.get("verifier")
     if verifier is None:
         raise InputError("write_report_pages needs a LogView, or context['verifier'] with a path")
-    return load_view(log, verifier)
+    cache = context.get("report_cache")
+    return load_view(log, verifier, cache=Path(cache) if cache is not None else None)
 
 
 def _build_time(context: Mapping[str, Any]) -> tuple[str, dt.datetime]:
@@ -86,7 +87,8 @@ def write_report_pages(
 
     ``context`` is the builder's page context (``checkpoint`` with ``size``, ``root`` and
     ``time``, and ``base_url``); ``log`` the verified log view (or its directory, with
-    ``context["verifier"]``). The build time (``checkpoint.time``) is the only clock read,
+    ``context["verifier"]`` and optionally ``context["report_cache"]``, a file outside the
+    published folder where explanations are kept between builds). The build time (``checkpoint.time``) is the only clock read,
     so the same log and time give the same bytes.
     """
     view = _view(log, context)
