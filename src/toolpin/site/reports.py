@@ -88,8 +88,9 @@ def write_report_pages(
     ``context`` is the builder's page context (``checkpoint`` with ``size``, ``root`` and
     ``time``, and ``base_url``); ``log`` the verified log view (or its directory, with
     ``context["verifier"]`` and optionally ``context["report_cache"]``, a file outside the
-    published folder where explanations are kept between builds). The build time (``checkpoint.time``) is the only clock read,
-    so the same log and time give the same bytes.
+    published folder where explanations are kept between builds). The build time
+    (``checkpoint.time``) is the only clock read, so the same log and time give the same
+    bytes.
     """
     view = _view(log, context)
     generated, moment = _build_time(context)
