@@ -215,3 +215,17 @@ def test_usage_errors_exit_2(history: LogBuilder, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("[1]", encoding="utf-8")
     assert _run(history, "--verify", str(bad))[0] == 2
+
+
+def test_atom_with_show_text_stays_well_formed_xml(tmp_path: Path) -> None:
+    log = LogBuilder(tmp_path / "log")
+    name = "odd\uffff\ufffe<&>\u202ename"
+    log.batch(("eeeeeeeeeeeeeeee", name, tools(t="T."), "2026-11-01T00:00:00Z"))
+    log.batch(("eeeeeeeeeeeeeeee", name, tools(t="U."), "2026-11-02T00:00:00Z"))
+    code, out, _ = _run(log, "--since", "31d", "--atom", "--show-text")
+    assert code == 0
+    titles = [
+        e.findtext("{http://www.w3.org/2005/Atom}title") or ""
+        for e in ET.fromstring(out).iter("{http://www.w3.org/2005/Atom}entry")
+    ]
+    assert titles[1].startswith("odd\\u{ffff}\\u{fffe}<&>\\u{202e}name: changed")

@@ -718,6 +718,17 @@ def _title(row: Mapping[str, Any]) -> str:
     )
 
 
+_NOT_XML: Final = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_text(text: str) -> str:
+    """``text`` escaped for XML 1.0: markup characters, and characters XML cannot hold
+    (U+FFFE, U+FFFF, lone surrogates, controls) written as ``\\u{hex}``."""
+    from xml.sax.saxutils import escape
+
+    return escape(_NOT_XML.sub(lambda m: f"\\u{{{ord(m.group()):x}}}", text))
+
+
 def since_atom(report: Mapping[str, Any], *, feed_url: str | None = None) -> str:
     """An Atom (RFC 4287) feed of a since-report: ids never change, no third-party prose.
 
@@ -725,8 +736,9 @@ def since_atom(report: Mapping[str, Any], *, feed_url: str | None = None) -> str
     observation time; the feed's is the last entry's (the kept tree's cutoff or the report
     time when nothing changed).
     """
-    from xml.sax.saxutils import escape, quoteattr
+    from xml.sax.saxutils import quoteattr
 
+    escape = _xml_text
     checkpoint = report["checkpoint"]
     origin = checkpoint["origin"]
     rows = report["changes"]
