@@ -212,6 +212,7 @@ def test_usage_errors_exit_2(history: LogBuilder, tmp_path: Path) -> None:
     assert _run(history, "--month", "2026-13")[0] == 2
     assert _run(history, "--since", str(tmp_path / "missing"))[0] == 2
     assert _run(history, "--month", "2026-11", "--atom")[0] == 2
+    assert _run(history, "--month", "2026-11", "--show-text")[0] == 2
     bad = tmp_path / "bad.json"
     bad.write_text("[1]", encoding="utf-8")
     assert _run(history, "--verify", str(bad))[0] == 2

@@ -169,6 +169,11 @@ def report_command(
         raise click.UsageError("give at most one of --json and --atom")
     if as_atom and since is None:
         raise click.UsageError("--atom goes with --since")
+    if (show_text or watch) and since is None:
+        raise click.UsageError(
+            "--show-text and --watch go with --since (a monthly report never names a "
+            "server's text)"
+        )
     if not Path(log_dir).is_dir():
         raise InputError(f"the log directory {log_dir} does not exist")
     verifier = _verifier(vkey)
