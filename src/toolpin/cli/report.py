@@ -171,8 +171,7 @@ def report_command(
         raise click.UsageError("--atom goes with --since")
     if (show_text or watch) and since is None:
         raise click.UsageError(
-            "--show-text and --watch go with --since (a monthly report never names a "
-            "server's text)"
+            "--show-text and --watch go with --since (a monthly report never names a server's text)"
         )
     if not Path(log_dir).is_dir():
         raise InputError(f"the log directory {log_dir} does not exist")
