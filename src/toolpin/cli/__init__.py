@@ -54,9 +54,23 @@ def _register_commands() -> None:
     cli = _group()
     if cli.commands:
         return
-    from toolpin.cli import crawl, demo, lock, log, lookup, offline, pins, policy, run, wrap
+    from toolpin.cli import (
+        crawl,
+        demo,
+        install,
+        lock,
+        log,
+        lookup,
+        offline,
+        pins,
+        policy,
+        report,
+        run,
+        wrap,
+    )
 
     log.log_group.add_command(crawl.crawl_cmd)
+    log.log_group.add_command(report.report_command)
     for command in (
         offline.pin,
         offline.check,
@@ -74,6 +88,7 @@ def _register_commands() -> None:
         wrap.unwrap_command,
         policy.policy_command,
         lookup.lookup_command,
+        install.install_links_command,
         log.log_group,
     ):
         cli.add_command(command)

@@ -12,6 +12,7 @@ An entry is the RFC 8785 form of::
       "counts": {"tools": 3, ...},             # per listing observed (same names as digests)
       "serverInfo": {"name", "version"}?,      # self-reported, display only
       "previous": 12 | null,                   # this server's previous entry (continuity)
+      "previousLookAt": "2026-11-29T04:01:10Z"?,  # the last good look before this one
       "probeEnv": {"supplied": [...], "placeholders": [...]}?,   # variable names only
       "blob": "sha256:<hex>"                   # the full definitions (see below)
     }
@@ -20,8 +21,12 @@ An entry is the RFC 8785 form of::
 digests are the hash spec's set hashes and the instructions hash. The blob holds the
 canonical (RFC 8785) form of the lockfile entry of the whole snapshot
 (:func:`toolpin.lockfile.entry_json`), so anyone can recompute every digest of the record
-from it. Every string that came from elsewhere is length-capped, so a record stays far
-below the 64 KiB entry limit whatever a server or registry sends.
+from it. ``previousLookAt`` (absent on a server's first entry and in older logs) is the last
+good look that still saw the previous surface: the change happened in the window
+``(previousLookAt, observedAt]``, which is how a change first seen after a crawl gap is
+dated (see :mod:`toolpin.crawl.report`). Every string that came from elsewhere is
+length-capped, so a record stays far below the 64 KiB entry limit whatever a server or
+registry sends.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ def observation_record(
     *,
     previous: int | None,
     blob: str,
+    previous_look: str | None = None,
 ) -> dict[str, Any]:
     """The record of ``observation`` (pass it to :func:`toolpin.publog.encode_entry`)."""
     snap = observation.snapshot
@@ -111,6 +117,8 @@ def observation_record(
         "previous": previous,
         "blob": blob,
     }
+    if previous is not None and previous_look is not None:
+        record["previousLookAt"] = previous_look
     if snap.identity is not None:
         record["serverInfo"] = {
             "name": clip(snap.identity.name, MAX_INFO_CHARS),

@@ -1,0 +1,1 @@
+"""The static site of the public log."""

@@ -1,0 +1,128 @@
+"""The site's ``reports/`` pages: every month of the log, and what changed in the last day.
+
+Writes, from the verified log (:class:`toolpin.crawl.report.LogView`)::
+
+    reports/index.html            every month, newest first, with its counts
+    reports/<YYYY-MM>.html        the monthly drift report (label totals, gaps, servers)
+    reports/<YYYY-MM>.json        the same report as JSON (``toolpin log report --verify``)
+    reports/latest.html, .json    the last 24 hours before the build time, with proofs
+
+Every number comes from :mod:`toolpin.crawl.report`, the same code as
+``toolpin log report``; pages carry no third-party text (server names only when they are
+plain identifiers). A file is rewritten only when its bytes change.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from toolpin.crawl.report import LogView, load_view, monthly_report, since_report
+from toolpin.errors import InputError
+from toolpin.util.fs import atomic_write
+
+__all__ = ["months_of", "write_report_pages"]
+
+
+def _write(path: Path, data: bytes) -> bool:
+    """Write ``data`` unless the file already holds exactly it; True when written."""
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, data)
+    return True
+
+
+def months_of(view: LogView, until: str = "") -> list[str]:
+    """Every ``YYYY-MM`` from the first observation's month to the last's (or to ``until``,
+    the build's month, when later), in order."""
+    stamps = sorted(c.observed_at[:7] for c in view.changes)
+    if not stamps:
+        return []
+    year, month = int(stamps[0][:4]), int(stamps[0][5:7])
+    last = max(stamps[-1], until)
+    out = []
+    while f"{year:04d}-{month:02d}" <= last:
+        out.append(f"{year:04d}-{month:02d}")
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return out
+
+
+def _view(log: LogView | str | Path, context: Mapping[str, Any]) -> LogView:
+    if isinstance(log, LogView):
+        return log
+    verifier = context.get("verifier")
+    if verifier is None:
+        raise InputError("write_report_pages needs a LogView, or context['verifier'] with a path")
+    cache = context.get("report_cache")
+    return load_view(log, verifier, cache=Path(cache) if cache is not None else None)
+
+
+def _build_time(context: Mapping[str, Any]) -> tuple[str, dt.datetime]:
+    text = str(context["checkpoint"]["time"])
+    moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise InputError("the build time needs a time zone")
+    moment = moment.astimezone(dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ"), moment
+
+
+def write_report_pages(
+    env: jinja2.Environment,
+    out_dir: str | Path,
+    context: Mapping[str, Any],
+    log: LogView | str | Path,
+    *,
+    on_write: Callable[[Path], None] | None = None,
+) -> list[Path]:
+    """Render ``reports/`` into ``out_dir``; returns every file of it (written or kept).
+
+    ``context`` is the builder's page context (``checkpoint`` with ``size``, ``root`` and
+    ``time``, and ``base_url``); ``log`` the verified log view (or its directory, with
+    ``context["verifier"]`` and optionally ``context["report_cache"]``, a file outside the
+    published folder where explanations are kept between builds). The build time
+    (``checkpoint.time``) is the only clock read, so the same log and time give the same
+    bytes.
+    """
+    view = _view(log, context)
+    generated, moment = _build_time(context)
+    root = Path(out_dir) / "reports"
+    files: list[Path] = []
+
+    def emit(name: str, data: bytes) -> None:
+        path = root / name
+        if _write(path, data) and on_write is not None:
+            on_write(path)
+        files.append(path)
+
+    months = months_of(view, generated[:7])
+    summaries = []
+    for month in months:
+        report = monthly_report(view, month, generated_at=generated)
+        emit(f"{month}.json", (json.dumps(report, indent=2, ensure_ascii=True) + "\n").encode())
+        page = env.get_template("report_month.html").render(
+            **context, report=report, page_path=f"reports/{month}.html"
+        )
+        emit(f"{month}.html", page.encode("utf-8"))
+        summaries.append(report)
+    latest = since_report(view, cutoff=moment - dt.timedelta(hours=24), generated_at=generated)
+    emit("latest.json", (json.dumps(latest, indent=2, ensure_ascii=True) + "\n").encode())
+    emit(
+        "latest.html",
+        env.get_template("report_since.html")
+        .render(**context, report=latest, page_path="reports/latest.html")
+        .encode("utf-8"),
+    )
+    index = env.get_template("report_index.html").render(
+        **context, reports=list(reversed(summaries)), latest=latest, page_path="reports/"
+    )
+    emit("index.html", index.encode("utf-8"))
+    return files

@@ -1,0 +1,93 @@
+"""Serving built pages on loopback and opening them in Debian's headless Chromium
+(never a downloaded browser), with the site's CSP as a header, console problems collected,
+and axe-core for accessibility."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; "
+    "require-trusted-types-for 'script'; trusted-types 'none'"
+)
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.path == "/favicon.ico":  # the browser's own request, not a page's
+            self.send_response(204)
+            self.end_headers()
+            return
+        super().do_GET()
+
+    def end_headers(self) -> None:
+        self.send_header("Content-Security-Policy", CSP)
+        super().end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def serve(root: Path) -> Iterator[str]:
+    """``http://127.0.0.1:<port>`` serving ``root`` with the CSP header."""
+    handler = functools.partial(_Handler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A headless Chromium browser (playwright driving Debian's binary)."""
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        pytest.fail("Debian's chromium is required for the page tests (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def open_page(browser: Any, url: str) -> tuple[Any, list[str]]:
+    """The loaded page and a list that collects console errors, warnings and page errors
+    (CSP violations are reported there)."""
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on(
+        "console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None
+    )
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.goto(url)
+    page.wait_for_load_state("load")
+    return page, problems
+
+
+def axe_violations(page: Any) -> list[str]:
+    """axe-core's violations on ``page`` (rule id and the first target of each)."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    return [
+        f"{v['id']}: {v['nodes'][0]['target'] if v['nodes'] else ''}"
+        for v in results.response["violations"]
+    ]
