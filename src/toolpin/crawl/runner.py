@@ -16,6 +16,7 @@ batch of change records under one signed checkpoint, update crawl state.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
@@ -40,14 +41,35 @@ from toolpin.util.clock import utc_now
 DEFAULT_CONCURRENCY: Final = 4
 DEFAULT_TIMEOUT: Final = 30.0
 DEFAULT_LOCK_TIMEOUT: Final = 600.0
-STATE_FILE: Final = "crawl-state.sqlite"
+STATE_SUFFIX: Final = ".crawl-state.sqlite"
+LEGACY_STATE_FILE: Final = "crawl-state.sqlite"
 
 Status = Literal["new", "changed", "unchanged", "failed", "skipped"]
 
 
 def default_state_path(log_dir: Path) -> Path:
-    """``<log>/../crawl-state.sqlite``."""
-    return log_dir.resolve().parent / STATE_FILE
+    """``<parent>/<log name>.crawl-state.sqlite``: named after the log directory, so two
+    logs in one folder each have their own state."""
+    resolved = log_dir.resolve()
+    return resolved.parent / f"{resolved.name}{STATE_SUFFIX}"
+
+
+def state_path_for(log_dir: Path, origin: str) -> Path:
+    """The default state file of ``log_dir``; a state written by an earlier version
+    (``crawl-state.sqlite`` next to the log) is kept when it belongs to this log's
+    ``origin`` and the named file does not exist yet."""
+    named = default_state_path(log_dir)
+    legacy = named.parent / LEGACY_STATE_FILE
+    if named.exists() or not legacy.is_file():
+        return named
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"{legacy.as_uri()}?mode=ro", uri=True)) as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'origin'").fetchone()
+    except sqlite3.Error:
+        return named
+    return legacy if row is not None and row[0] == origin else named
 
 
 def crawl_lock_path(log_dir: Path) -> Path:
@@ -317,7 +339,7 @@ def crawl(opts: CrawlOptions, progress: Callable[[CrawlEvent], None] | None = No
         raise InputError(f"{log_dir} is not a directory")
     if not log_dir.resolve().parent.is_dir():
         raise InputError(f"the parent directory of {log_dir} does not exist")
-    state_path = opts.state_path or default_state_path(log_dir)
+    state_path = opts.state_path or state_path_for(log_dir, opts.signer.name)
     if state_path.resolve().is_relative_to(log_dir.resolve()):
         raise InputError(
             "the crawl state must not live inside the log directory (it would be published)"
@@ -444,4 +466,5 @@ __all__ = [
     "crawl",
     "default_state_path",
     "probe_all",
+    "state_path_for",
 ]
