@@ -136,6 +136,7 @@ class CrawlEvent:
     name: str | None = None
     status: str | None = None
     detail: str | None = None
+    seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -443,6 +444,7 @@ def probe_all(
                                 outcome.candidate.name,
                                 _status_word(outcome),
                                 outcome.reason,
+                                outcome.seconds,
                             )
                         )
     return [outcomes[i] for i in range(total)]
