@@ -18,13 +18,15 @@ from toolpin.errors import PackageError, ProbeError
 HINT_CHARS: Final = 240
 HINT_LINES: Final = 3
 _ANSI: Final = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_BOILERPLATE: Final = re.compile(r"A complete log of this run can be found in", re.IGNORECASE)
+"""Lines that say nothing about the failure (npm's pointer to its debug log)."""
 
 
 def stderr_hint(text: str, limit: int = HINT_CHARS) -> str | None:
     """The last few non-empty lines of ``text`` joined by `` | ``, made safe; ``None`` if
     there is nothing to say."""
     lines = [ln.strip() for ln in _ANSI.sub("", text).splitlines()]
-    lines = [ln for ln in lines if ln]
+    lines = [ln for ln in lines if ln and not _BOILERPLATE.search(ln)]
     if not lines:
         return None
     from toolpin.core.render import visible
