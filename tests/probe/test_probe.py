@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from toolpin.errors import ProbeError
-from toolpin.probe.session import ProbeResult, probe_stdio
+from toolpin.probe.conversation import ProbeResult
+from toolpin.probe.stdio import probe_stdio
 
 SERVERS = Path(__file__).parents[1] / "teamlock" / "servers"
 RAW = SERVERS / "raw_server.py"
@@ -182,11 +183,83 @@ def test_server_ignoring_discover_falls_back_after_the_discover_timeout(tmp_path
     record = tmp_path / "in.jsonl"
     argv = raw(tmp_path, discover="ignore", record=str(record))
 
-    result = probe_stdio(argv, timeout=20, discover_timeout=0.3)
+    result = probe_stdio(argv, timeout=20, fallback_after=0.3)
 
     assert result.era == "handshake"
     assert tool_names(result) == ["count", "search"]
     assert methods(record)[:2] == ["server/discover", "initialize"]
+
+
+def connections(folder: Path) -> list[list[str]]:
+    """The methods each server process received (one list per process)."""
+    return [methods(f) for f in folder.glob("*.jsonl")]
+
+
+def test_a_late_discover_answer_is_used_and_initialize_never_follows_discover(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "conns"
+    folder.mkdir()
+    argv = raw(tmp_path, start_delay=1.5, strict=True, record_dir=str(folder))
+
+    result = probe_stdio(argv, timeout=20, fallback_after=0.3)
+
+    # The first connection answered discover after the fallback had started: its answer
+    # is the one used, and no connection that was sent discover was sent initialize.
+    assert result.era == "modern"
+    assert tool_names(result) == ["count", "search"]
+    conns = connections(folder)
+    assert sorted(c[:2] for c in conns) == [["initialize"], ["server/discover", "tools/list"]]
+    for conn in conns:
+        assert not ("server/discover" in conn and "initialize" in conn)
+
+
+def test_a_version_refusal_gets_the_handshake_on_a_fresh_connection(tmp_path: Path) -> None:
+    folder = tmp_path / "conns"
+    folder.mkdir()
+    argv = raw(tmp_path, discover="unsupported", strict=True, record_dir=str(folder))
+
+    result = probe_stdio(argv, timeout=10)
+
+    assert result.era == "handshake"
+    assert tool_names(result) == ["count", "search"]
+    assert sorted(connections(folder)) == [
+        ["initialize", "notifications/initialized", "tools/list"],
+        ["server/discover"],
+    ]
+    with pytest.raises(ProbeError, match="refused server/discover"):
+        probe_stdio(argv, era="modern", timeout=10)
+
+
+def test_a_server_that_quits_on_discover_gets_the_handshake_on_a_fresh_connection(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "conns"
+    folder.mkdir()
+    argv = raw(tmp_path, exit_on="server/discover", record_dir=str(folder))
+    result = probe_stdio(argv, timeout=10)
+    assert result.era == "handshake"
+    assert sorted(c[0] for c in connections(folder)) == ["initialize", "server/discover"]
+
+
+def test_the_timeout_covers_the_whole_conversation(tmp_path: Path) -> None:
+    # A server that starts in 2.5 s, within a 4 s timeout: listed (no fixed discover
+    # limit cuts it short); within a 2 s timeout: "did not answer within 2s".
+    argv = raw(tmp_path, start_delay=2.5, strict=True)
+    assert probe_stdio(argv, timeout=4).era == "modern"
+    with pytest.raises(ProbeError, match=r"did not answer within 2s"):
+        probe_stdio(argv, timeout=2)
+
+
+def test_a_method_not_found_answer_keeps_the_connection(tmp_path: Path) -> None:
+    folder = tmp_path / "conns"
+    folder.mkdir()
+    argv = raw(tmp_path, discover="error", discover_delay=1.0, record_dir=str(folder))
+    # The answer comes after the fallback started; the handshake on the first connection
+    # or on the fallback one both list the server; the first answer wins.
+    result = probe_stdio(argv, timeout=10, fallback_after=0.3)
+    assert result.era == "handshake"
+    assert tool_names(result) == ["count", "search"]
 
 
 def test_handshake_era_never_sends_discover(tmp_path: Path) -> None:

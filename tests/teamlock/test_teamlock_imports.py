@@ -7,7 +7,7 @@ import sys
 
 from teamlock_support import SRC
 
-HEAVY = ("rich", "httpx2", "mcp", "tomlkit", "toolpin.team.lock", "toolpin.probe.session")
+HEAVY = ("rich", "httpx2", "mcp", "tomlkit", "toolpin.team.lock", "toolpin.probe.stdio")
 
 
 def test_the_lock_command_module_is_light_at_import() -> None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     default=60.0,
     show_default=True,
     type=click.FloatRange(0, min_open=True),
-    help="Seconds per server.",
+    help="Seconds per server for the whole conversation, however slowly it starts.",
 )
 @click.option(
     "--client-capabilities",
@@ -79,21 +79,21 @@ def lock_command(
 
             click.echo(f"toolpin: {visible(text)}", err=True)
 
-    caps: list[str] | None = None
+    caps: tuple[str, ...] | None = None
     if client_capabilities is not None:
-        caps = [c for c in client_capabilities.split(",") if c.strip() not in ("", "none")]
-    kwargs = {
-        "client_capabilities": caps,
-        "definitions_only": definitions_only,
-        "timeout": timeout,
-        "concurrency": concurrency,
-        "progress": progress,
-    }
+        caps = tuple(c for c in client_capabilities.split(",") if c.strip() not in ("", "none"))
+    options = teamlock.LockOptions(
+        definitions_only=definitions_only,
+        timeout=timeout,
+        concurrency=concurrency,
+        client_capabilities=caps,
+        progress=progress,
+    )
     if check:
-        report = teamlock.check(Path(config), Path(out), **kwargs)  # type: ignore[arg-type]
+        report = teamlock.check(Path(config), Path(out), options)
         echo_lines(check_lines(report), color=stdout_color())
         return 0 if report.ok else 1
-    report = teamlock.lock(Path(config), Path(out), **kwargs)  # type: ignore[arg-type]
+    report = teamlock.lock(Path(config), Path(out), options)
     echo_lines(lock_lines(report, out), color=stdout_color())
     return 0 if report.ok else 1
 

@@ -17,7 +17,8 @@ from typing import Final
 from toolpin.crawl.hint import ServerFailed, stderr_hint
 from toolpin.crawl.sandbox import missing_variables, placeholder_plan
 from toolpin.errors import ProbeError
-from toolpin.probe.session import ProbeResult, StderrTail, probe_stdio
+from toolpin.probe.conversation import ProbeResult
+from toolpin.probe.stdio import StderrTail, probe_stdio
 
 STDERR_TAIL_BYTES: Final = 16 << 10
 MAX_STDOUT_BYTES: Final = 8 << 20

@@ -1,51 +1,46 @@
 """Probe a server over Streamable HTTP, in both protocol eras, through the SSRF guard.
 
-Every request is a POST of one JSON-RPC message with ``Accept: application/json,
-text/event-stream``; the answer is a JSON body or an SSE stream (read until the response
-with our id arrives). The 2026-07-28 era is tried first: ``server/discover`` with the
-request ``_meta`` and the ``MCP-Protocol-Version`` and ``Mcp-Method`` headers. When the
-server refuses it (an HTTP 4xx other than 401/403, a JSON-RPC error, an answer that is not
-JSON-RPC, or no answer within :data:`DISCOVER_TIMEOUT`), the handshake era: ``initialize``,
-the ``Mcp-Session-Id`` it returns, ``notifications/initialized``, then the lists with the
-negotiated ``MCP-Protocol-Version``; the session is deleted at the end. Every page of every
-offered listing is drained with :class:`toolpin.core.wire.ListingCollector` (the proxy's
-and ``toolpin lock``'s code, so hashes agree). No tool is ever called. Bodies are capped
-(:data:`MAX_RESPONSE_BYTES` per answer, :data:`MAX_SESSION_BYTES` per probe) and the whole
-probe has one deadline. Server text never reaches an error message.
+The conversation is :func:`toolpin.probe.conversation.converse` (the same as over stdio);
+this module is its HTTP transport. Every request is a POST of one JSON-RPC message with
+``Accept: application/json, text/event-stream``, sent from its own thread so that two
+connections can be awaited at once; the answer is a JSON body or an SSE stream (every
+message of the stream goes to the conversation, which answers the server's requests). A
+connection sent ``server/discover`` speaks the 2026-07-28 era (the request ``_meta`` and
+the ``MCP-Protocol-Version`` and ``Mcp-Method`` headers); one sent ``initialize`` starts a
+new handshake-era session (the ``Mcp-Session-Id`` it returns, the negotiated
+``MCP-Protocol-Version``; the session is deleted at the end). An HTTP 4xx other than
+401/403, or an answer that is not JSON-RPC, counts as "not this era". Bodies are capped
+(:data:`MAX_RESPONSE_BYTES` per answer, :data:`MAX_SESSION_BYTES` per probe) and the
+whole probe has one deadline. Server text never reaches an error message.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import threading
 import time
-from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 import httpx2
 
 from toolpin import __version__
 from toolpin.core.canonical import parse_json
-from toolpin.core.wire import (
-    LATEST_HANDSHAKE,
-    META_CLIENT_CAPS,
-    META_CLIENT_INFO,
-    META_PROTOCOL,
-    MODERN_VERSION,
-    CollectError,
-    ListingCollector,
-    identity_from_discover,
-    identity_from_initialize,
-    kinds_offered,
-    request,
-)
+from toolpin.core.wire import LATEST_HANDSHAKE, MODERN_VERSION
 from toolpin.errors import JSONError, ProbeError
-from toolpin.probe.session import ProbeResult
+from toolpin.probe.conversation import (
+    FALLBACK_AFTER,
+    Era,
+    Failed,
+    Inbox,
+    ProbeResult,
+    Received,
+    Refused,
+    converse,
+)
 from toolpin.probe.ssrf import AddressPolicy, GuardedClient, GuardError
 
 DEFAULT_TIMEOUT: Final = 20.0
-DISCOVER_TIMEOUT: Final = 10.0
 MAX_RESPONSE_BYTES: Final = 8 << 20
 MAX_SESSION_BYTES: Final = 32 << 20
 CLIENT_INFO: Final = {"name": "toolpin-crawler", "version": __version__}
@@ -59,52 +54,122 @@ class _Refused(Exception):
     """The server refused a request in a way that means "try the other era"."""
 
 
-class _Session:
-    def __init__(self, client: GuardedClient, url: str, deadline: float) -> None:
-        self.client = client
+class HttpTransport:
+    """Connections to one Streamable HTTP endpoint, through one guarded client."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        policy: AddressPolicy | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        verify: bool = True,
+    ) -> None:
         self.url = url
+        self.client = GuardedClient(
+            policy or AddressPolicy(), timeout=timeout, user_agent=USER_AGENT, verify=verify
+        )
+        self._lock = threading.Lock()
+        self._received = 0
+
+    def count(self, size: int, so_far: int) -> None:
+        """Account ``size`` more bytes (``so_far`` in the current answer)."""
+        if so_far > MAX_RESPONSE_BYTES:
+            raise ProbeError(f"an answer is larger than {MAX_RESPONSE_BYTES >> 20} MiB")
+        with self._lock:
+            self._received += size
+            total = self._received
+        if total > MAX_SESSION_BYTES:
+            raise ProbeError(f"the server sent more than {MAX_SESSION_BYTES >> 20} MiB")
+
+    def connect(self, inbox: Inbox, *, id_prefix: str, deadline: float) -> HttpChannel:
+        return HttpChannel(self, inbox, deadline)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class HttpChannel:
+    """One connection: a 2026-07-28 exchange, or one handshake-era session."""
+
+    def __init__(self, transport: HttpTransport, inbox: Inbox, deadline: float) -> None:
+        self.transport = transport
+        self.client = transport.client
+        self.inbox = inbox
+        self.url = transport.url
         self.deadline = deadline
         self.session_id: str | None = None
         self.protocol: str | None = None
         self.modern = False
-        self.received = 0
+        self._closed = False
+        self._state = threading.Lock()
 
-    def remaining(self, cap: float | None = None) -> float:
+    def remaining(self) -> float:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError
-        return min(left, cap) if cap is not None else left
+        return left
 
     def headers(self, method: str | None) -> dict[str, str]:
         out = {"Accept": ACCEPT, "Content-Type": "application/json"}
-        if self.protocol is not None:
-            out["MCP-Protocol-Version"] = self.protocol
-        if self.session_id is not None:
-            out["Mcp-Session-Id"] = self.session_id
-        if self.modern and method is not None:
-            out["Mcp-Method"] = method
+        with self._state:
+            if self.protocol is not None:
+                out["MCP-Protocol-Version"] = self.protocol
+            if self.session_id is not None:
+                out["Mcp-Session-Id"] = self.session_id
+            if self.modern and method is not None:
+                out["Mcp-Method"] = method
         return out
 
-    def call(self, message: dict[str, Any], *, cap: float | None = None) -> dict[str, Any]:
-        """Send a request; return the JSON-RPC response with its id."""
-        answer = self._post(message, expect=message["id"], cap=cap)
-        assert answer is not None
-        return answer
+    def send(self, message: Mapping[str, Any]) -> None:
+        if self._closed:
+            return
+        method = message.get("method")
+        if method == "server/discover":
+            with self._state:
+                self.modern, self.protocol, self.session_id = True, MODERN_VERSION, None
+        elif method == "initialize":
+            with self._state:
+                self.modern, self.protocol, self.session_id = False, None, None
+        if isinstance(method, str) and "id" in message:
+            # A request: answered from its own thread, so that a slow answer never holds
+            # up another connection.
+            headers = self.headers(method)
+            thread = threading.Thread(
+                target=self._exchange, args=(dict(message), headers), daemon=True
+            )
+            thread.start()
+            return
+        # A notification or a response to the server: sent before anything that follows.
+        self._exchange(dict(message), self.headers(method if isinstance(method, str) else None))
 
-    def notify(self, message: dict[str, Any]) -> None:
-        self._post(message, expect=None, cap=None)
+    def _exchange(self, message: dict[str, Any], headers: dict[str, str]) -> None:
+        expect = message.get("id") if "method" in message else None
+        try:
+            self._post(message, headers, expect)
+        except _Refused:
+            if expect is not None:
+                self.inbox.put(Refused(self, expect))
+        except TimeoutError:
+            pass  # the conversation's deadline passed: it reports that itself
+        except httpx2.TimeoutException:
+            pass
+        except GuardError as exc:
+            self.inbox.put(Failed(self, exc, final=True))
+        except ProbeError as exc:
+            self.inbox.put(Failed(self, exc, final=exc.message.startswith("the server requires")))
+        except httpx2.ConnectError:
+            self.inbox.put(Failed(self, ProbeError("cannot connect to the server"), final=True))
+        except httpx2.HTTPError as exc:
+            error = ProbeError(f"the HTTP exchange failed ({type(exc).__name__})")
+            self.inbox.put(Failed(self, error))
+        except RuntimeError:  # the client was closed under a late answer
+            pass
 
-    def _post(
-        self, message: dict[str, Any], *, expect: Any, cap: float | None
-    ) -> dict[str, Any] | None:
+    def _post(self, message: dict[str, Any], headers: dict[str, str], expect: Any) -> None:
         body = json.dumps(message, separators=(",", ":")).encode()
-        timeout = self.remaining(cap)
         with self.client.stream(
-            "POST",
-            self.url,
-            headers=self.headers(message.get("method")),
-            content=body,
-            timeout=timeout,
+            "POST", self.url, headers=headers, content=body, timeout=self.remaining()
         ) as response:
             self.url = str(response.url)
             status = response.status_code
@@ -112,36 +177,42 @@ class _Session:
                 raise ProbeError(f"the server requires authorization (HTTP {status})")
             if expect is None:
                 if status in (200, 202, 204):
-                    return None
+                    return
                 raise ProbeError(f"the server answered HTTP {status} to a notification")
             if status in _FALLBACK_STATUSES:
                 raise _Refused
             if status != 200:
                 raise ProbeError(f"the server answered HTTP {status}")
             session = response.headers.get("mcp-session-id")
-            if session is not None and self.session_id is None:
+            if session is not None:
                 if not (0 < len(session) <= 256 and all(0x21 <= ord(c) <= 0x7E for c in session)):
                     raise ProbeError("the server sent an unusable Mcp-Session-Id")
-                self.session_id = session
+                with self._state:
+                    if self.session_id is None:
+                        self.session_id = session
             kind = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if kind == "application/json":
-                return self._from_json(self._read_all(response), expect)
-            if kind == "text/event-stream":
-                return self._from_events(response, expect)
-            raise _Refused
-
-    def _count(self, size: int, so_far: int) -> None:
-        self.received += size
-        if so_far > MAX_RESPONSE_BYTES:
-            raise ProbeError(f"an answer is larger than {MAX_RESPONSE_BYTES >> 20} MiB")
-        if self.received > MAX_SESSION_BYTES:
-            raise ProbeError(f"the server sent more than {MAX_SESSION_BYTES >> 20} MiB")
+                answer = self._from_json(self._read_all(response), expect)
+            elif kind == "text/event-stream":
+                answer = self._from_events(response, expect)
+            else:
+                raise _Refused
+            if message.get("method") == "initialize":
+                result = answer.get("result")
+                version = result.get("protocolVersion") if isinstance(result, dict) else None
+                with self._state:
+                    self.protocol = (
+                        version
+                        if isinstance(version, str) and len(version) <= 32
+                        else LATEST_HANDSHAKE
+                    )
+            self.inbox.put(Received(self, answer))
 
     def _chunks(self, response: httpx2.Response) -> Iterator[bytes]:
         size = 0
         for chunk in response.iter_bytes():
             size += len(chunk)
-            self._count(len(chunk), size)
+            self.transport.count(len(chunk), size)
             self.remaining()
             yield chunk
 
@@ -154,10 +225,17 @@ class _Session:
         except JSONError:
             raise _Refused from None
         messages = value if isinstance(value, list) else [value]
+        answer: dict[str, Any] | None = None
         for msg in messages:
-            if isinstance(msg, dict) and msg.get("id") == expect and "method" not in msg:
-                return msg
-        raise _Refused
+            if not isinstance(msg, dict):
+                continue
+            if msg.get("id") == expect and "method" not in msg:
+                answer = msg
+            elif "method" in msg:
+                self.inbox.put(Received(self, msg))
+        if answer is None:
+            raise _Refused
+        return answer
 
     def _from_events(self, response: httpx2.Response, expect: Any) -> dict[str, Any]:
         pending = b""
@@ -181,17 +259,24 @@ class _Session:
                     msg = parse_json(payload)
                 except JSONError:
                     continue
-                if isinstance(msg, dict) and msg.get("id") == expect and "method" not in msg:
+                if not isinstance(msg, dict):
+                    continue
+                if msg.get("id") == expect and "method" not in msg:
                     return msg
+                if "method" in msg:  # a request or notification of the server's, on the way
+                    self.inbox.put(Received(self, msg))
         raise ProbeError("the server's event stream ended without an answer")
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         if self.session_id is None:
             return
         try:
             with self.client.stream("DELETE", self.url, headers=self.headers(None), timeout=2.0):
                 pass
-        except (httpx2.HTTPError, ProbeError):
+        except (httpx2.HTTPError, ProbeError, RuntimeError):
             pass
 
 
@@ -212,129 +297,25 @@ def probe_http(
     *,
     policy: AddressPolicy | None = None,
     timeout: float = DEFAULT_TIMEOUT,
-    era: str = "auto",
+    era: Era = "auto",
     verify: bool = True,
+    fallback_after: float = FALLBACK_AFTER,
 ) -> ProbeResult:
-    """List everything a Streamable HTTP server offers. Raises :class:`ProbeError`
-    (:class:`~toolpin.probe.ssrf.GuardError` when the guard refuses)."""
-    deadline = time.monotonic() + timeout
-    client = GuardedClient(
-        policy or AddressPolicy(), timeout=timeout, user_agent=USER_AGENT, verify=verify
-    )
-    session = _Session(client, url, deadline)
+    """List everything a Streamable HTTP server offers, within ``timeout`` seconds.
+    Raises :class:`ProbeError` (:class:`~toolpin.probe.ssrf.GuardError` when the guard
+    refuses)."""
+    transport = HttpTransport(url, policy=policy, timeout=timeout, verify=verify)
     try:
-        return _converse(session, era)
-    except TimeoutError:
-        raise ProbeError(f"the server did not answer within {timeout:g}s") from None
-    except httpx2.TimeoutException:
-        raise ProbeError(f"the server did not answer within {timeout:g}s") from None
-    except httpx2.ConnectError:
-        raise ProbeError("cannot connect to the server") from None
-    except httpx2.HTTPError as exc:
-        raise ProbeError(f"the HTTP exchange failed ({type(exc).__name__})") from None
-    finally:
-        session.close()
-        client.close()
-
-
-def _converse(session: _Session, era: str) -> ProbeResult:
-    prefix = f"toolpin-crawl-{os.getpid()}-{os.urandom(3).hex()}"
-    meta = {
-        META_PROTOCOL: MODERN_VERSION,
-        META_CLIENT_INFO: CLIENT_INFO,
-        META_CLIENT_CAPS: {},
-    }
-    if era in ("auto", "modern"):
-        session.modern = True
-        session.protocol = MODERN_VERSION
-        answer: dict[str, Any] | None
-        try:
-            answer = session.call(
-                request(f"{prefix}-discover", "server/discover", {"_meta": meta}),
-                cap=None if era == "modern" else DISCOVER_TIMEOUT,
-            )
-        except (_Refused, httpx2.TimeoutException) as exc:
-            late = isinstance(exc, httpx2.TimeoutException) and session.remaining() < 1
-            if era == "modern" or late:
-                raise ProbeError("the server refused server/discover") from None
-            answer = None
-        result = answer.get("result") if answer is not None else None
-        if isinstance(result, dict):
-            return _collect(
-                session,
-                result,
-                meta,
-                identity_from_discover(result),
-                MODERN_VERSION,
-                "modern",
-                prefix,
-            )
-        if era == "modern":
-            raise ProbeError("the server refused server/discover")
-    session.modern = False
-    session.protocol = None
-    session.session_id = None
-    try:
-        answer = session.call(
-            request(
-                f"{prefix}-init",
-                "initialize",
-                {
-                    "protocolVersion": LATEST_HANDSHAKE,
-                    "capabilities": {},
-                    "clientInfo": CLIENT_INFO,
-                },
-            )
+        return converse(
+            transport,
+            timeout=timeout,
+            era=era,
+            client_info=CLIENT_INFO,
+            id_prefix="toolpin-crawl",
+            fallback_after=fallback_after,
         )
-    except _Refused:
-        raise ProbeError("the server refused the initialize handshake") from None
-    result = answer.get("result")
-    if not isinstance(result, dict):
-        raise ProbeError("the server refused the initialize handshake")
-    protocol = result.get("protocolVersion")
-    session.protocol = (
-        protocol if isinstance(protocol, str) and len(protocol) <= 32 else LATEST_HANDSHAKE
-    )
-    session.notify({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return _collect(
-        session,
-        result,
-        None,
-        identity_from_initialize(result),
-        protocol if isinstance(protocol, str) else None,
-        "handshake",
-        prefix,
-    )
+    finally:
+        transport.close()
 
 
-def _collect(
-    session: _Session,
-    opening: dict[str, Any],
-    meta: dict[str, Any] | None,
-    identity: Any,
-    protocol: str | None,
-    era: str,
-    prefix: str,
-) -> ProbeResult:
-    instructions = opening.get("instructions")
-    if instructions is not None and not isinstance(instructions, str):
-        raise ProbeError("the server's instructions are not a string")
-    collector = ListingCollector(
-        kinds_offered(opening.get("capabilities")), meta=meta, id_prefix=prefix
-    )
-    try:
-        queue = deque(collector.start())
-        while queue:
-            req = queue.popleft()
-            try:
-                answer = session.call(req)
-            except _Refused:
-                raise ProbeError(f"the server refused {req['method']}") from None
-            queue.extend(collector.on_response(answer))
-        snapshot = collector.snapshot(instructions=instructions, identity=identity)
-    except CollectError as exc:
-        raise ProbeError(exc.reason) from None
-    return ProbeResult(snapshot=snapshot, era=era, protocol_version=protocol, identity=identity)
-
-
-__all__ = ["GuardError", "probe_http"]
+__all__ = ["GuardError", "HttpTransport", "probe_http"]

@@ -5,7 +5,7 @@ fills ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` from the environment th
 clients do, resolves the exact package version and registry digest behind each server
 (npm ``dist.integrity``, PyPI file hashes, an OCI digest written in the command), starts
 each local server at exactly that version, reads everything the model would read
-(:mod:`toolpin.probe.session`; no tool is ever called), and writes one lock entry per server keyed
+(:mod:`toolpin.probe.stdio`; no tool is ever called), and writes one lock entry per server keyed
 by its config name. The entry's ``id`` is computed from the command *as written* (before
 expansion), so it is the same on every machine. Servers start where a client starts them
 (the project directory, or their ``cwd`` relative to it); servers the config disables are
@@ -23,9 +23,9 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from toolpin.clients.config import ConfiguredServer, read_config
 from toolpin.core.render import visible
@@ -51,13 +51,41 @@ PROBED_WITH: Final = "probedWith"
 """Lock entry member recording the client capabilities the server was listed with."""
 
 
+Status = Literal["locked", "match", "changed", "failed", "new", "gone", "moved"]
+"""What became of one server: ``locked`` (by ``lock``), ``match`` (``--check`` found it as
+locked), ``changed``, ``failed`` (could not be started or listed), ``new`` (not in the
+lock), ``gone`` (in the lock, not in the config), ``moved`` (its command changed)."""
+OK_STATUSES: Final[frozenset[Status]] = frozenset({"locked", "match"})
+
+
+@dataclass(frozen=True)
+class LockOptions:
+    """How ``lock`` and ``lock --check`` run (the same for both)."""
+
+    definitions_only: bool = False
+    """Do not resolve or hold package versions; lock definitions only."""
+    timeout: float = 60.0
+    """Seconds per server for the whole conversation, however slowly it starts."""
+    concurrency: int = 4
+    """Servers started at once."""
+    client_capabilities: tuple[str, ...] | None = None
+    """Declared to every server (see :data:`CLIENT_CAPABILITIES`); ``None``: what the lock
+    records per server (``lock`` without a record: every capability)."""
+    progress: Callable[[str], None] | None = None
+    """Called with one line of text as each server starts."""
+    environ: Mapping[str, str] | None = None
+    """The environment servers start in (``None``: this process's)."""
+
+    def env(self) -> Mapping[str, str]:
+        return self.environ if self.environ is not None else dict(os.environ)
+
+
 @dataclass(frozen=True)
 class ServerOutcome:
     """What happened to one server during ``lock`` or ``lock --check``."""
 
     name: str
-    status: str
-    """``locked`` | ``match`` | ``changed`` | ``failed`` | ``new`` | ``gone`` | ``moved``."""
+    status: Status
     message: str
     entry: LockEntry | None = None
     drift: Drift | None = None
@@ -68,7 +96,7 @@ class ServerOutcome:
     @property
     def ok(self) -> bool:
         """True for ``locked`` and ``match``."""
-        return self.status in ("locked", "match")
+        return self.status in OK_STATUSES
 
 
 @dataclass(frozen=True)
@@ -85,14 +113,6 @@ class LockReport:
     def ok(self) -> bool:
         """Every server locked / matching."""
         return all(o.ok for o in self.outcomes)
-
-
-@dataclass
-class _Options:
-    definitions_only: bool
-    timeout: float
-    progress: Callable[[str], None] | None = None
-    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
 def _detect(argv: Sequence[str]) -> PackageRef | None:
@@ -137,13 +157,13 @@ def recorded_capabilities(entry: LockEntry | None) -> tuple[str, ...]:
 
 
 def _probe(
-    server: ConfiguredServer, argv: Sequence[str], opts: _Options, caps: tuple[str, ...]
+    server: ConfiguredServer, argv: Sequence[str], opts: LockOptions, caps: tuple[str, ...]
 ) -> Snapshot:
-    from toolpin.probe.session import probe_stdio
+    from toolpin.probe.stdio import probe_stdio
 
     result = probe_stdio(
         argv,
-        env=_run_env(server, opts.environ),
+        env=_run_env(server, opts.env()),
         cwd=server.cwd,
         timeout=opts.timeout,
         capabilities={name: {} for name in caps},
@@ -151,7 +171,7 @@ def _probe(
     return result.snapshot
 
 
-def _lock_one(server: ConfiguredServer, opts: _Options, caps: tuple[str, ...]) -> ServerOutcome:
+def _lock_one(server: ConfiguredServer, opts: LockOptions, caps: tuple[str, ...]) -> ServerOutcome:
     notes: list[str] = []
     argv = list(server.argv)
     package: dict[str, Any] | None = None
@@ -216,35 +236,28 @@ def _resolve_for_lock(
     return resolved, pinned, None
 
 
-def lock(
-    config_path: Path,
-    lock_path: Path,
-    *,
-    definitions_only: bool = False,
-    timeout: float = 60.0,
-    concurrency: int = 4,
-    progress: Callable[[str], None] | None = None,
-    client_capabilities: Sequence[str] | None = None,
-) -> LockReport:
+def lock(config_path: Path, lock_path: Path, opts: LockOptions | None = None) -> LockReport:
     """Write (or update) the lock for every local server of the config.
 
-    Every server is started (``concurrency`` at a time) and listed; then, under a
+    Every server is started (``opts.concurrency`` at a time) and listed; then, under a
     cross-process mutex, the previous lock is read and the new one written atomically.
     A server that fails this time keeps its previous entry when its command is unchanged.
-    ``client_capabilities`` are declared to every server (see
+    ``opts.client_capabilities`` are declared to every server (see
     :data:`CLIENT_CAPABILITIES`); ``None`` keeps what the previous lock recorded per
     server.
     """
+    opts = opts or LockOptions()
     config = read_config(config_path)
-    explicit = None if client_capabilities is None else capability_names(client_capabilities)
+    explicit = (
+        None if opts.client_capabilities is None else capability_names(opts.client_capabilities)
+    )
     before = _previous(lock_path) if explicit is None else {}
-    opts = _Options(definitions_only=definitions_only, timeout=timeout, progress=progress)
 
     def one(server: ConfiguredServer) -> ServerOutcome:
         caps = explicit if explicit is not None else _caps_or_none(before.get(server.name))
         return _lock_one(server, opts, caps)
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
         outcomes = list(pool.map(one, config.servers))
     entries = {o.name: o.entry for o in outcomes if o.entry is not None}
     wrote = False
@@ -311,32 +324,25 @@ def _mutex(lock_path: Path) -> Iterator[None]:
         yield
 
 
-def check(
-    config_path: Path,
-    lock_path: Path,
-    *,
-    definitions_only: bool = False,
-    timeout: float = 60.0,
-    concurrency: int = 4,
-    progress: Callable[[str], None] | None = None,
-    client_capabilities: Sequence[str] | None = None,
-) -> LockReport:
+def check(config_path: Path, lock_path: Path, opts: LockOptions | None = None) -> LockReport:
     """Compare every local server of the config with the lock (``lock --check``).
 
     Each server is listed with the client capabilities its entry records, unless
-    ``client_capabilities`` says otherwise.
+    ``opts.client_capabilities`` says otherwise.
     """
+    opts = opts or LockOptions()
     if not lock_path.exists():
         raise LockfileError(f"no lockfile at {lock_path}", advice="Write one with: toolpin lock")
     locked = read_lock(lock_path).servers
     config = read_config(config_path)
-    explicit = None if client_capabilities is None else capability_names(client_capabilities)
-    opts = _Options(definitions_only=definitions_only, timeout=timeout, progress=progress)
+    explicit = (
+        None if opts.client_capabilities is None else capability_names(opts.client_capabilities)
+    )
 
     def one(server: ConfiguredServer) -> ServerOutcome:
         return _check_one(server, locked.get(server.name), opts, explicit)
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
         outcomes = list(pool.map(one, config.servers))
     names = {s.name for s in config.servers}
     for name in sorted(set(locked) - names):
@@ -353,7 +359,7 @@ def check(
 def _check_one(
     server: ConfiguredServer,
     entry: LockEntry | None,
-    opts: _Options,
+    opts: LockOptions,
     explicit: tuple[str, ...] | None,
 ) -> ServerOutcome:
     from toolpin.core.drift import compare

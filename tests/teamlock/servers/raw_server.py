@@ -6,10 +6,19 @@ purpose. ``python raw_server.py SPEC.json [ignored args...]``. Spec members (all
 * ``name``, ``version``, ``instructions``, ``tools``, ``prompts``, ``resources``,
   ``resourceTemplates`` (a listing given as ``null`` is not offered);
 * ``page_size``: tools are served in pages of this size (cursors ``p1``, ``p2``, ...);
-* ``discover``: ``"answer"`` (default), ``"error"`` (-32601, a legacy-only server) or
-  ``"ignore"`` (no answer at all);
+* ``discover``: ``"answer"`` (default), ``"error"`` (-32601, a legacy-only server),
+  ``"unsupported"`` (-32022, a 2026-era server speaking another version) or ``"ignore"``
+  (no answer at all);
+* ``start_delay``: seconds to wait before reading anything (a slow start: ``uvx`` on a
+  cold cache);
+* ``discover_delay``: seconds to wait before answering ``server/discover``;
+* ``strict``: a connection whose ``server/discover`` was answered (a result or -32022)
+  serves the 2026-07-28 protocol only: ``initialize`` on it gets -32022 (what a real
+  2026-era server does);
 * ``initialize``: ``"answer"`` (default), ``"error"`` or ``"ignore"``;
 * ``record``: a file that gets every line the server receives;
+* ``record_dir``: a folder where each server process writes the lines it receives to
+  ``<pid>.jsonl`` (to tell connections apart);
 * ``exit_on``: a method name; the server exits with code 3 when it receives it;
 * ``stdout_noise``: a line of text written to stdout before the first answer;
 * ``flood``: bytes of noise written to stdout (in 64 KiB lines) before the first answer;
@@ -36,12 +45,17 @@ RECORD = SPEC.get("record")
 OUT = sys.stdout.buffer
 noise_sent = False
 client_caps: dict = {}
+saw_discover = False
 
 
 def record(line: bytes) -> None:
+    data = line if line.endswith(b"\n") else line + b"\n"
     if RECORD:
         with open(RECORD, "ab") as fh:
-            fh.write(line if line.endswith(b"\n") else line + b"\n")
+            fh.write(data)
+    if SPEC.get("record_dir"):
+        with open(os.path.join(SPEC["record_dir"], f"{os.getpid()}.jsonl"), "ab") as fh:
+            fh.write(data)
 
 
 def write(data: bytes) -> None:
@@ -112,7 +126,7 @@ def ask_roots() -> None:
 
 
 def answer(msg: dict) -> dict | None:
-    global client_caps
+    global client_caps, saw_discover
     method = msg.get("method")
     params = msg.get("params") or {}
     if method == "initialize":
@@ -124,10 +138,20 @@ def answer(msg: dict) -> dict | None:
         sys.exit(3)
     if method == "server/discover":
         mode = SPEC.get("discover", "answer")
+        saw_discover = mode in ("answer", "unsupported")
+        time.sleep(float(SPEC.get("discover_delay", 0)))
         if mode == "ignore":
             return None
         if mode == "error":
             return {"error": {"code": -32601, "message": "Method not found: server/discover"}}
+        if mode == "unsupported":
+            return {
+                "error": {
+                    "code": -32022,
+                    "message": "Unsupported protocol version",
+                    "data": {"supported": ["2027-01-01"]},
+                }
+            }
         result = {
             "supportedVersions": ["2026-07-28", "2025-11-25"],
             "capabilities": capabilities(),
@@ -136,6 +160,13 @@ def answer(msg: dict) -> dict | None:
         if SPEC.get("instructions") is not None:
             result["instructions"] = SPEC["instructions"]
         return {"result": result}
+    if method == "initialize" and saw_discover and SPEC.get("strict"):
+        return {
+            "error": {
+                "code": -32022,
+                "message": "this connection is serving the 2026-07-28 protocol",
+            }
+        }
     if method == "initialize":
         mode = SPEC.get("initialize", "answer")
         if mode == "ignore":
@@ -172,6 +203,7 @@ def answer(msg: dict) -> dict | None:
 
 
 def main() -> None:
+    time.sleep(float(SPEC.get("start_delay", 0)))
     if SPEC.get("env_out"):
         names = SPEC.get("env_names", [])
         with open(SPEC["env_out"], "w", encoding="utf-8") as fh:

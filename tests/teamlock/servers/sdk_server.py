@@ -1,16 +1,22 @@
 """An SDK ``MCPServer`` (stdio) whose texts come from a JSON file: ``sdk_server.py TEXTS.json``.
 
 ``TEXTS.json`` may hold ``instructions``, ``add`` (the add tool's description),
-``extra_tool`` (when true, a second tool ``subtract`` is offered) and ``record`` (a file
-that gets the name of every tool called, prompt fetched or resource read).
+``extra_tool`` (when true, a second tool ``subtract`` is offered), ``record`` (a file
+that gets the name of every tool called, prompt fetched or resource read) and
+``start_delay`` (seconds from the process start before it reads its input: a slow start,
+like ``uvx`` on a cold cache).
 """
 
 from __future__ import annotations
 
-import json
-import sys
+import time
 
-from mcp.server.mcpserver import MCPServer
+STARTED = time.monotonic()
+
+import json  # noqa: E402
+import sys  # noqa: E402
+
+from mcp.server.mcpserver import MCPServer  # noqa: E402
 
 TEXTS = json.loads(open(sys.argv[1], encoding="utf-8").read())  # noqa: SIM115
 
@@ -60,4 +66,5 @@ def item(item: str) -> str:
     return item
 
 
+time.sleep(max(0.0, float(TEXTS.get("start_delay", 0)) - (time.monotonic() - STARTED)))
 app.run()
