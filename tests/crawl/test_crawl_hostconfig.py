@@ -87,15 +87,21 @@ def test_a_stranger_server_never_gets_a_proxy_or_index_url_with_a_password(
     assert trusted["PIP_INDEX_URL"] == environ["PIP_INDEX_URL"]
 
 
-def test_the_npm_cache_is_private_with_a_shared_content_store(tmp_path: Path) -> None:
+def test_a_listing_install_shares_only_the_content_addressed_npm_store(tmp_path: Path) -> None:
     caches = SharedCaches.at(tmp_path / "cache")
     one, two = tmp_path / "p1", tmp_path / "p2"
-    env_one, env_two = caches.probe_env(one), caches.probe_env(two)
+    env_one = caches.probe_env(one, trusted=False)
+    env_two = caches.probe_env(two, trusted=False)
     assert env_one["npm_config_cache"] != env_two["npm_config_cache"]
     for env in (env_one, env_two):
         assert (Path(env["npm_config_cache"]) / "_cacache").resolve() == caches.npm_cacache
-        assert env["UV_CACHE_DIR"] == str(caches.root / "uv")
+        assert "UV_CACHE_DIR" not in env
+    config = caches.probe_env(one, trusted=True)
+    assert config["npm_config_cache"] == str(caches.root / "npm")
+    assert config["UV_CACHE_DIR"] == str(caches.root / "uv")
     assert (tmp_path / "cache").stat().st_mode & 0o077 == 0
+    assert caches.lock_for("npx a") is caches.lock_for("npx a")
+    assert caches.lock_for("npx a") is not caches.lock_for("npx b")
 
 
 def test_installer_stderr_becomes_a_bounded_safe_hint(tmp_path: Path) -> None:
@@ -151,3 +157,20 @@ def test_an_older_state_file_of_the_same_log_is_kept_and_upgraded(
         (row,) = state.servers()
         assert row.last_entry == 0 and row.package is None
     assert json.loads(json.dumps(summary.to_json()))["servers"][0]["status"] == "new"
+
+
+def test_an_npm_error_report_is_hinted_by_its_code_and_message() -> None:
+    report = "\n".join(
+        [
+            "npm warn something earlier",
+            "npm error code E404",
+            "npm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found",
+            "npm error 404",
+            "npm error 404  'nope@*' is not in this registry.",
+            "npm error A complete log of this run can be found in: /tmp/x.log",
+        ]
+    )
+    assert stderr_hint(report) == (
+        "npm error code E404 | npm error 404 Not Found - GET "
+        "https://registry.npmjs.org/nope - Not found | npm error 404"
+    )

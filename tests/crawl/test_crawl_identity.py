@@ -235,11 +235,11 @@ def test_ca_proxy_and_index_settings_reach_a_config_server_and_secrets_do_not(
     assert seen["UV_CONFIG_FILE"] == str(home / ".config" / "uv" / "uv.toml")
     assert "GITHUB_TOKEN" not in seen and "AWS_SECRET_ACCESS_KEY" not in seen
     assert seen["HOME"] != str(home)
-    # The shared caches live under $TOOLPIN_HOME; npm's cache is private with a shared store.
-    cache_root = Path(os.environ["TOOLPIN_HOME"]) / "crawl-cache"
-    assert seen["UV_CACHE_DIR"] == str((cache_root / "uv").resolve())
-    assert seen["PIP_CACHE_DIR"] == str((cache_root / "pip").resolve())
-    assert Path(seen["npm_config_cache"]).parent != cache_root
+    # A config server shares the caches under $TOOLPIN_HOME, as it shares ~/.npm at home.
+    cache_root = (Path(os.environ["TOOLPIN_HOME"]) / "crawl-cache").resolve()
+    assert seen["UV_CACHE_DIR"] == str(cache_root / "uv")
+    assert seen["PIP_CACHE_DIR"] == str(cache_root / "pip")
+    assert seen["npm_config_cache"] == str(cache_root / "npm")
 
 
 def test_two_logs_in_one_folder_each_keep_their_own_state(tmp_path: Path, log_key: LogKey) -> None:

@@ -136,7 +136,8 @@ def test_npm_install_with_prefix_trusts_the_global_npmrc_cafile(
     home = scratch / "home"
     home.mkdir(parents=True)
     env = sandbox_env(
-        home, extra={**setup.sandbox_variables(trusted=True), **caches.probe_env(scratch)}
+        home,
+        extra={**setup.sandbox_variables(trusted=True), **caches.probe_env(scratch, trusted=False)},
     )
     installed = install(
         PackageCoords("npm", MEMORY),

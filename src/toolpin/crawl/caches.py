@@ -1,17 +1,21 @@
 """Package caches shared by every probe of every crawl, so a server is downloaded once.
 
-Each probe still gets its own scratch ``HOME`` and install tree; what is shared is the
-*content-addressed* part of each tool's cache, where an entry is named by the hash of its
-bytes and checked against it when read, so one probe's download can serve the next without
-one probe's install tree becoming another's:
+Each probe still gets its own scratch ``HOME``. What is shared depends on whose code runs:
 
-* npm: the ``_cacache`` directory (tarballs and registry answers, keyed and verified by
-  integrity). Each probe's npm cache is a scratch directory whose ``_cacache`` is a link to
-  the shared one; ``_npx`` (the trees ``npx`` installs and runs, not content-addressed,
-  not safe for two writers) stays private to the probe;
-* uv: ``UV_CACHE_DIR`` (uv locks its cache for concurrent use; wheels are stored by hash)
-  and ``UV_PYTHON_INSTALL_DIR`` for interpreters uv downloads;
-* pip: ``PIP_CACHE_DIR`` (HTTP answers and built wheels).
+* **servers from a local config** (the user's own, started as their client starts them):
+  the whole npm cache (``npm_config_cache``: the content-addressed ``_cacache`` and the
+  ``_npx`` trees ``npx`` installs), ``UV_CACHE_DIR`` (uv's wheels and the environments
+  ``uvx`` builds; uv locks it for concurrent use) and ``UV_PYTHON_INSTALL_DIR``, and
+  ``PIP_CACHE_DIR``: the same sharing as the user's own ``~/.npm`` and ``~/.cache/uv``,
+  so a warm crawl starts them from their installed trees;
+* **packages installed from a public listing** (``--allow-exec``): only the
+  *content-addressed* stores, where an entry is named by the hash of its bytes and checked
+  against it when read. The installer (npm with ``--ignore-scripts``, pip wheels only) gets
+  a private npm cache directory whose ``_cacache`` is a link to the shared one, and pip's
+  cache; the installed server itself is told of no cache at all.
+
+Installs of the same package spec are serialised within a crawl (:meth:`SharedCaches.
+lock_for`): ``npx``'s trees are not safe for two writers.
 
 The root is ``--cache-dir``, else ``$TOOLPIN_HOME/crawl-cache`` (the per-user toolpin
 directory), created private (0700). The probe sandbox is an environment sandbox, not a
@@ -23,7 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -42,6 +47,13 @@ class SharedCaches:
     """The shared cache root and the environment that points a probe at it."""
 
     root: Path
+    _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False, compare=False)
+    _guard: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def lock_for(self, key: str) -> threading.Lock:
+        """One lock per package spec (installs of the same spec run one at a time)."""
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
 
     @classmethod
     def at(cls, root: Path | None) -> SharedCaches:
@@ -70,11 +82,17 @@ class SharedCaches:
                     os.rmdir(link)
         return cache
 
-    def probe_env(self, scratch: Path) -> dict[str, str]:
-        """Variables for one probe (or install) working in ``scratch``."""
+    def probe_env(self, scratch: Path, *, trusted: bool) -> dict[str, str]:
+        """Variables for a config server (``trusted``) or a listing's installer working in
+        ``scratch`` (see the module doc)."""
+        if trusted:
+            return {
+                "npm_config_cache": str(self.root / "npm"),
+                "UV_CACHE_DIR": str(self.root / "uv"),
+                "UV_PYTHON_INSTALL_DIR": str(self.root / "uv-python"),
+                "PIP_CACHE_DIR": str(self.root / "pip"),
+            }
         return {
             "npm_config_cache": str(self.npm_cache_for(scratch)),
-            "UV_CACHE_DIR": str(self.root / "uv"),
-            "UV_PYTHON_INSTALL_DIR": str(self.root / "uv-python"),
             "PIP_CACHE_DIR": str(self.root / "pip"),
         }

@@ -340,7 +340,7 @@ def _probe_stdio_candidate(
                 home,
                 extra={
                     **ctx.setup.sandbox_variables(trusted=True, npm=npm),
-                    **ctx.caches.probe_env(scratch),
+                    **ctx.caches.probe_env(scratch, trusted=True),
                     **candidate.env,
                 },
             )
@@ -348,13 +348,14 @@ def _probe_stdio_candidate(
             if prefetch is not None:
                 from toolpin.crawl.install import run_install_step
 
-                run_install_step(
-                    prefetch,
-                    env=env,
-                    cwd=Path(cwd) if cwd else scratch,
-                    timeout=opts.install_timeout,
-                    what="installing the package",
-                )
+                with ctx.caches.lock_for(" ".join(prefetch)):
+                    run_install_step(
+                        prefetch,
+                        env=env,
+                        cwd=Path(cwd) if cwd else scratch,
+                        timeout=opts.install_timeout,
+                        what="installing the package",
+                    )
         else:
             from toolpin.crawl.install import install
 
@@ -363,7 +364,7 @@ def _probe_stdio_candidate(
                 home,
                 extra={
                     **ctx.setup.sandbox_variables(trusted=True),
-                    **ctx.caches.probe_env(scratch),
+                    **ctx.caches.probe_env(scratch, trusted=False),
                 },
             )
             installed = install(
