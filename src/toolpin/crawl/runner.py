@@ -645,7 +645,9 @@ def _commit(
         if registry is not None and registry.error is None and found.registry_high_water:
             state.set_meta("registry_updated_since", found.registry_high_water)
         state.set_meta("log_size", str(summary.log_size))
-        state.add_run(ran_at, summary.to_json())
+        run = summary.to_json()
+        del run["servers"]  # per server, the servers table holds it; runs stay small
+        state.add_run(ran_at, run)
 
 
 __all__ = [
