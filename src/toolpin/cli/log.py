@@ -115,6 +115,7 @@ def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
                     "since_size": result.since_size,
                 },
                 indent=2,
+                ensure_ascii=True,
             )
         )
         return result.exit_code

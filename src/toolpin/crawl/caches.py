@@ -26,7 +26,6 @@ run crawls of public listings as a dedicated user (see ``docs/crawler.md``).
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,11 +74,9 @@ class SharedCaches:
         cache.mkdir(parents=True, exist_ok=True)
         link = cache / "_cacache"
         if not link.exists():
-            try:
+            # Without symlinks (Windows without the right) this cache stays private.
+            with contextlib.suppress(OSError):
                 link.symlink_to(self.npm_cacache, target_is_directory=True)
-            except OSError:  # pragma: no cover - no symlinks (Windows without the right)
-                with contextlib.suppress(OSError):
-                    os.rmdir(link)
         return cache
 
     def probe_env(self, scratch: Path, *, trusted: bool) -> dict[str, str]:
