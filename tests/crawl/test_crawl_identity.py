@@ -256,3 +256,25 @@ def test_two_logs_in_one_folder_each_keep_their_own_state(tmp_path: Path, log_ke
     assert first.appended == second.appended == 1
     assert (tmp_path / "one.crawl-state.sqlite").is_file()
     assert (tmp_path / "two.crawl-state.sqlite").is_file()
+
+
+def test_identify_without_a_registry_for_images_local_scripts_and_non_packages() -> None:
+    from toolpin.crawl.identity import identify
+
+    digest = "sha256:" + "ab" * 32
+    image = identify(["docker", "run", "-i", "--rm", f"ghcr.io/example/mcp@{digest}"])
+    assert image is not None and image.prefetch is None and image.note is None
+    assert (image.coords.ecosystem, image.coords.name, image.coords.digest) == (
+        "oci",
+        "ghcr.io/example/mcp",
+        digest,
+    )
+    assert image.argv == ("docker", "run", "-i", "--rm", f"ghcr.io/example/mcp@{digest}")
+    tagged = identify(["docker", "run", "-i", "ghcr.io/example/mcp:latest"])
+    assert tagged is not None and tagged.coords.version is None
+    assert tagged.note is not None and "not pinned by digest" in tagged.note
+    assert identify(["node", "server.js"]) is None
+    assert identify(["npx", "-y", "git+https://example.com/repo.git"]) is None
+    ranged = identify(["npx", "-y", "some-server@^1.2.0"])
+    assert ranged is not None and ranged.note is not None and "version range" in ranged.note
+    assert ranged.argv == ("npx", "-y", "some-server@^1.2.0") and ranged.prefetch is None
