@@ -41,6 +41,7 @@ from toolpin.crawl.caches import SharedCaches
 from toolpin.crawl.candidates import Candidate, PackageCoords, Source
 from toolpin.crawl.hint import hint_of
 from toolpin.crawl.hostconfig import HostSetup, host_setup
+from toolpin.crawl.install import DEFAULT_INSTALL_TIMEOUT
 from toolpin.crawl.limits import check_limits
 from toolpin.crawl.optout import apply_optout, load_optout
 from toolpin.crawl.record import Change, Observation, definitions_blob, observation_record
@@ -55,7 +56,6 @@ from toolpin.util.clock import utc_now
 DEFAULT_CONCURRENCY: Final = 4
 DEFAULT_TIMEOUT: Final = 30.0
 DEFAULT_LOCK_TIMEOUT: Final = 600.0
-DEFAULT_INSTALL_TIMEOUT: Final = 300.0
 _NPM_RUNNERS: Final = frozenset({"npx", "npm", "pnpm", "yarn", "bunx", "bun"})
 STATE_SUFFIX: Final = ".crawl-state.sqlite"
 LEGACY_STATE_FILE: Final = "crawl-state.sqlite"
