@@ -300,17 +300,98 @@ def _probe_candidate(candidate: Candidate, opts: CrawlOptions, ctx: _Context) ->
             result = probe_http(candidate.url, policy=opts.policy, timeout=opts.timeout)
             check_limits(result.snapshot)
             return done(
-                Observation(result.snapshot, result.era, result.protocol_version, probed_at), None
+                Observation(result.snapshot, result.era, result.protocol_version, utc_now()), None
             )
-        return done(_probe_stdio_candidate(candidate, opts, ctx, probed_at, found), None)
+        return done(_probe_stdio_candidate(candidate, opts, ctx, found), None)
     except ToolpinError as exc:
         return done(None, exc.message, hint=hint_of(exc))
     except Exception as exc:  # one server never stops the crawl
         return done(None, f"internal error while probing ({type(exc).__name__})")
 
 
+_Start = tuple[Sequence[str], dict[str, str], str | None, PackageCoords | None]
+"""How to start a server: argv, environment, working directory, and its package."""
+
+
+def _start_config_server(
+    candidate: Candidate,
+    opts: CrawlOptions,
+    ctx: _Context,
+    home: Path,
+    scratch: Path,
+    found: _Found,
+) -> _Start:
+    """A local config's server: its package resolved and pinned, installed first."""
+    argv: Sequence[str] = candidate.argv
+    prefetch = None
+    package = None
+    if opts.identify_packages:
+        from toolpin.crawl.identity import identify
+
+        identity = identify(candidate.argv)
+        if identity is not None:
+            argv, prefetch, package = identity.argv, identity.prefetch, identity.coords
+            found.package, found.note = identity.coords, identity.note
+    from toolpin.packages import runner_name
+
+    npm = runner_name(argv[0]) in _NPM_RUNNERS
+    env = sandbox_env(
+        home,
+        extra={
+            **ctx.setup.sandbox_variables(trusted=True, npm=npm),
+            **ctx.caches.probe_env(scratch, trusted=True),
+            **candidate.env,
+        },
+    )
+    if prefetch is not None:
+        from toolpin.crawl.install import run_install_step
+
+        with ctx.caches.lock_for(" ".join(prefetch)):
+            run_install_step(
+                prefetch,
+                env=env,
+                cwd=Path(candidate.cwd) if candidate.cwd else scratch,
+                timeout=opts.install_timeout,
+                what="installing the package",
+            )
+    return argv, env, candidate.cwd, package
+
+
+def _start_listed_package(
+    candidate: Candidate,
+    opts: CrawlOptions,
+    ctx: _Context,
+    home: Path,
+    scratch: Path,
+    found: _Found,
+) -> _Start:
+    """A package from a public listing: installed in ``scratch``, started without caches."""
+    from toolpin.crawl.install import install
+
+    assert candidate.package is not None
+    installer_env = sandbox_env(
+        home,
+        extra={
+            **ctx.setup.sandbox_variables(trusted=True),
+            **ctx.caches.probe_env(scratch, trusted=False),
+        },
+    )
+    installed = install(
+        candidate.package,
+        scratch,
+        env=installer_env,
+        timeout=opts.install_timeout,
+        environ=opts.environ,
+        setup=ctx.setup,
+        caches=ctx.caches,
+    )
+    found.package = installed.package
+    env = sandbox_env(home, extra={**ctx.setup.sandbox_variables(trusted=False), **installed.env})
+    return installed.argv, env, str(scratch), installed.package
+
+
 def _probe_stdio_candidate(
-    candidate: Candidate, opts: CrawlOptions, ctx: _Context, probed_at: str, found: _Found
+    candidate: Candidate, opts: CrawlOptions, ctx: _Context, found: _Found
 ) -> Observation:
     from toolpin.crawl.stdio import probe_sandboxed
 
@@ -318,77 +399,15 @@ def _probe_stdio_candidate(
     try:
         home = scratch / "home"
         home.mkdir(mode=0o700)
-        package = None
-        if candidate.argv:
-            argv: Sequence[str] = candidate.argv
-            prefetch = None
-            if opts.identify_packages:
-                from toolpin.crawl.identity import identify
-
-                identity = identify(candidate.argv)
-                if identity is not None:
-                    argv, prefetch = identity.argv, identity.prefetch
-                    package, found.package, found.note = (
-                        identity.coords,
-                        identity.coords,
-                        identity.note,
-                    )
-            from toolpin.packages import runner_name
-
-            npm = runner_name(argv[0]) in _NPM_RUNNERS
-            env = sandbox_env(
-                home,
-                extra={
-                    **ctx.setup.sandbox_variables(trusted=True, npm=npm),
-                    **ctx.caches.probe_env(scratch, trusted=True),
-                    **candidate.env,
-                },
-            )
-            cwd = candidate.cwd
-            if prefetch is not None:
-                from toolpin.crawl.install import run_install_step
-
-                with ctx.caches.lock_for(" ".join(prefetch)):
-                    run_install_step(
-                        prefetch,
-                        env=env,
-                        cwd=Path(cwd) if cwd else scratch,
-                        timeout=opts.install_timeout,
-                        what="installing the package",
-                    )
-        else:
-            from toolpin.crawl.install import install
-
-            assert candidate.package is not None
-            installer_env = sandbox_env(
-                home,
-                extra={
-                    **ctx.setup.sandbox_variables(trusted=True),
-                    **ctx.caches.probe_env(scratch, trusted=False),
-                },
-            )
-            installed = install(
-                candidate.package,
-                scratch,
-                env=installer_env,
-                timeout=opts.install_timeout,
-                environ=opts.environ,
-                setup=ctx.setup,
-                caches=ctx.caches,
-            )
-            argv, package = installed.argv, installed.package
-            found.package = package
-            env = sandbox_env(
-                home, extra={**ctx.setup.sandbox_variables(trusted=False), **installed.env}
-            )
-            cwd = str(scratch)
+        start = _start_config_server if candidate.argv else _start_listed_package
+        argv, env, cwd, package = start(candidate, opts, ctx, home, scratch, found)
         outcome = probe_sandboxed(argv, env=env, cwd=cwd, timeout=opts.timeout)
         check_limits(outcome.result.snapshot)
         return Observation(
             snapshot=outcome.result.snapshot,
             era=outcome.result.era,
             protocol_version=outcome.result.protocol_version,
-            observed_at=probed_at,
+            observed_at=utc_now(),
             supplied_env=outcome.env_names,
             placeholders=outcome.placeholders,
             package=package,
