@@ -9,7 +9,16 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-from crawl_helpers import SRC, LogKey, independent_check, stub_argv, tool, write_config, write_spec
+from crawl_helpers import (
+    SRC,
+    FakeAPI,
+    LogKey,
+    independent_check,
+    stub_argv,
+    tool,
+    write_config,
+    write_spec,
+)
 
 from toolpin.cli import _register_commands, cli
 
@@ -196,3 +205,23 @@ def test_the_table_names_every_server_and_ends_with_the_summary(
     assert "[1/2] probing good\\u{202e}" in progress
     assert "[2/2] probing broken" in progress
     assert any(p.startswith("[1/2] ok good\\u{202e} (") for p in progress)
+
+
+def test_a_failed_source_is_named_before_the_summary_line(
+    tmp_path: Path, log_key: LogKey, fake_api: FakeAPI
+) -> None:
+    from toolpin.cli.crawl import summary_table
+    from toolpin.crawl.runner import CrawlOptions, crawl
+
+    options = CrawlOptions(
+        log_dir=tmp_path / "log",
+        signer=log_key.signer,
+        sources=("registry",),
+        environ={"TOOLPIN_REGISTRY_URL": fake_api.url},
+        optout_dirs=(),
+    )
+    summary = crawl(options)
+    lines = summary_table(summary)
+    assert lines[0].split() == ["NAME", "STATUS", "SECS", "TOOLS", "PACKAGE", "REASON"]
+    assert lines[-2].startswith("source registry failed: ")
+    assert lines[-1].startswith("crawled 0 of 0 server(s) in ")

@@ -165,6 +165,8 @@ def _progress_line(event: CrawlEvent) -> None:
     name = clip(visible(event.name or ""), 60)
     if event.kind == "source":
         line = f"source {event.detail}: {event.total} candidate(s)"
+        if event.status:
+            line += f" (failed: {visible(event.status)})"
     elif event.kind == "start":
         line = f"probing {event.total} server(s)"
     elif event.kind == "probe":
@@ -227,5 +229,10 @@ def summary_table(summary: CrawlSummary) -> list[str]:
             row[i].rjust(widths[i]) if i in (2, 3) else row[i].ljust(widths[i]) for i in range(5)
         ]
         lines.append("  ".join([*cells, row[5]]).rstrip())
+    lines.extend(
+        f"source {report.source} failed: {visible(report.error)}"
+        for report in summary.sources
+        if report.error
+    )
     lines.append(summary.summary_line())
     return lines

@@ -505,7 +505,11 @@ def _select(
 
     def on_source(report: SourceReport) -> None:
         if progress is not None:
-            progress(CrawlEvent("source", detail=report.source, total=report.candidates))
+            progress(
+                CrawlEvent(
+                    "source", detail=report.source, total=report.candidates, status=report.error
+                )
+            )
 
     found = discover(
         opts.sources,
