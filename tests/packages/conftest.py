@@ -7,13 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from registry_support import FakeRegistry
+from registry_support import SIMPLE_JSON, FakeRegistry, Route
 
 DATA = json.loads((Path(__file__).parent / "data" / "registry.json").read_text("utf-8"))
 
 
-def _routes(section: str) -> dict[str, tuple[int, bytes]]:
-    return {path: (200, json.dumps(body).encode()) for path, body in DATA[section].items()}
+def _routes(section: str) -> dict[str, Route]:
+    kind = "application/json" if section == "npm" else SIMPLE_JSON
+    return {path: (200, json.dumps(body).encode(), kind) for path, body in DATA[section].items()}
 
 
 @pytest.fixture
@@ -27,6 +28,6 @@ def npm_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeRegistry]:
 @pytest.fixture
 def pypi(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeRegistry]:
     fake = FakeRegistry(_routes("pypi"))
-    monkeypatch.setenv("TOOLPIN_PYPI_URL", fake.url)
+    monkeypatch.setenv("TOOLPIN_PYPI_INDEX", f"{fake.url}/simple")
     yield fake
     fake.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from registry_support import FakeRegistry
+from registry_support import FakeRegistry, simple_html
 
 from toolpin.errors import LockfileError, PackageError
 from toolpin.packages import (
@@ -116,28 +116,55 @@ def test_unreachable_registry(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve(ref_of("npx", "a"), timeout=2)
 
 
-def test_pypi_newest_and_exact(pypi: FakeRegistry) -> None:
+def test_pypi_newest_and_exact_from_the_simple_index(pypi: FakeRegistry) -> None:
     got = resolve(ref_of("uvx", "mcp-server-fetch"))
+    # The newest release that is neither a pre-release nor yanked; another project's file
+    # on the page is ignored.
     assert got.version == "2025.4.7"
     assert got.files == (
         ("mcp_server_fetch-2025.4.7-py3-none-any.whl", "1" * 64),
         ("mcp_server_fetch-2025.4.7.tar.gz", "2" * 64),
     )
     old = resolve(ref_of("uvx", "--from", "MCP_Server_Fetch==2025.1.0", "mcp-server-fetch"))
-    assert old.version == "2025.1.0" and old.files[0][1] == "3" * 64
-    assert pypi.requests == ["/pypi/mcp-server-fetch/json", "/pypi/mcp-server-fetch/2025.1.0/json"]
+    assert old.version == "2025.1.0" and old.files == (
+        ("mcp_server_fetch-2025.1.0-py3-none-any.whl", "3" * 64),
+    )
+    # An exact pin of a yanked release still resolves (the runner installs it).
+    assert resolve(ref_of("uvx", "mcp-server-fetch==2025.6.0")).files[0][1] == "8" * 64
+    assert set(pypi.requests) == {"/simple/mcp-server-fetch/"}
+    assert all(h["accept"].startswith("application/vnd.pypi.simple.v1+json") for h in pypi.headers)
     assert latest_version(ref_of("pipx", "run", "mcp-server-fetch==2025.1.0")) == "2025.4.7"
 
 
 def test_pypi_refusals(pypi: FakeRegistry) -> None:
     with pytest.raises(PackageError, match="version range"):
         resolve(ref_of("uvx", "--from", "mcp-server-fetch>=2025", "x"))
-    with pytest.raises(PackageError, match="bad file entry"):
+    with pytest.raises(PackageError, match="no sha256 digest"):
         resolve(ref_of("uvx", "bad-digest"))
     with pytest.raises(PackageError, match="not a plain version number"):
         resolve(ref_of("uvx", "bad-version"))
     with pytest.raises(PackageError, match="not found"):
         resolve(ref_of("uvx", "absent"))
+    with pytest.raises(PackageError, match="not found in the package index"):
+        resolve(ref_of("uvx", "mcp-server-fetch==1.0"))
+    with pytest.raises(PackageError, match=r"malformed page .*not simple API version 1"):
+        resolve(ref_of("uvx", "no-api-version"))
+
+
+def test_pypi_html_index(pypi: FakeRegistry) -> None:
+    files = {
+        "mcp_server_fetch-2025.4.7-py3-none-any.whl": "a" * 64,
+        "mcp-server-fetch-2025.4.7.tar.gz": "b" * 64,  # an older sdist name form
+        "mcp_server_fetch-2025.9.0.tar.gz": "c" * 64,
+    }
+    page = simple_html(files, yanked=frozenset({"mcp_server_fetch-2025.9.0.tar.gz"}))
+    pypi.routes["/simple/mcp-server-fetch/"] = (200, page, "text/html")
+    got = resolve(ref_of("uvx", "mcp-server-fetch"))
+    assert got.version == "2025.4.7"
+    assert got.files == (
+        ("mcp-server-fetch-2025.4.7.tar.gz", "b" * 64),
+        ("mcp_server_fetch-2025.4.7-py3-none-any.whl", "a" * 64),
+    )
 
 
 def test_oci_records_only_a_written_digest() -> None:

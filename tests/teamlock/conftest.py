@@ -70,7 +70,6 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[Registries]:
         "notes-server",
         "0.9.0",
         {"notes_server-0.9.0-py3-none-any.whl": WHEEL_SHA, "notes_server-0.9.0.tar.gz": SDIST_SHA},
-        latest=True,
     )
     yield regs
     npm.close()

@@ -252,15 +252,16 @@ def npm_doc(name: str, version: str, integrity: str) -> bytes:
     return json.dumps({"name": name, "version": version, "dist": {"integrity": integrity}}).encode()
 
 
-def pypi_doc(name: str, version: str, files: dict[str, str]) -> bytes:
-    urls = [{"filename": f, "digests": {"sha256": h}} for f, h in files.items()]
-    return json.dumps({"info": {"name": name, "version": version}, "urls": urls}).encode()
+_support = _load_registry_support()
+SIMPLE_JSON: str = _support.SIMPLE_JSON
+simple_page: Any = _support.simple_page
 
 
 @dataclass
 class Registries:
     npm: Any
     pypi: Any
+    pypi_files: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
 
     def serve_npm(self, name: str, version: str, integrity: str, *, latest: bool) -> None:
         quoted = name.replace("/", "%2F")
@@ -269,11 +270,13 @@ class Registries:
         if latest:
             self.npm.routes[f"/{quoted}/latest"] = (200, body)
 
-    def serve_pypi(self, name: str, version: str, files: dict[str, str], *, latest: bool) -> None:
-        body = pypi_doc(name, version, files)
-        self.pypi.routes[f"/pypi/{name}/{version}/json"] = (200, body)
-        if latest:
-            self.pypi.routes[f"/pypi/{name}/json"] = (200, body)
+    def serve_pypi(self, name: str, version: str, files: dict[str, str]) -> None:
+        """Add (or replace) one release on the index's simple page of ``name`` (the index
+        serves the simple API only; its newest release is the highest version)."""
+        releases = self.pypi_files.setdefault(name, {})
+        releases[version] = files
+        every = {f: h for release in releases.values() for f, h in release.items()}
+        self.pypi.routes[f"/simple/{name}/"] = (200, simple_page(name, every), SIMPLE_JSON)
 
 
 # ----------------------------------------------------------------------- fake runners

@@ -190,7 +190,6 @@ def test_check_fails_when_pypi_file_hashes_change(
         "notes-server",
         "0.9.0",
         {"notes_server-0.9.0-py3-none-any.whl": "6" * 64, "notes_server-0.9.0.tar.gz": SDIST_SHA},
-        latest=True,
     )
     result = locked_notes.toolpin("lock", "--check")
     assert result.code == 1
@@ -247,3 +246,33 @@ def test_an_unreachable_registry_fails_only_that_server(
     assert "notes: cannot reach the npm registry for notes-mcp" in result.out
     assert "local: locked (2 tools)" in result.out
     assert list(json.loads(project.lock_path.read_text())["servers"]) == ["local"]
+
+
+def test_lock_asks_the_registries_the_project_configures(
+    project: Project,
+    registry: Registries,
+    notes: FakeRunners,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A mirror set-up: the project's .npmrc and uv.toml name the registries (which serve
+    # only npm documents and the simple index); no toolpin variable is set.
+    monkeypatch.delenv("TOOLPIN_NPM_REGISTRY")
+    monkeypatch.delenv("TOOLPIN_PYPI_URL")
+    for name in ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "npm_config_registry", "UV_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    (project.root / ".npmrc").write_text(f"registry={registry.npm.url}/\n", encoding="utf-8")
+    (project.root / "uv.toml").write_text(
+        f'index-url = "{registry.pypi.url}/simple"\n', encoding="utf-8"
+    )
+    project.write_config(
+        {
+            "notes": {"command": "npx", "args": ["-y", "notes-mcp"]},
+            "py": {"command": "uvx", "args": ["notes-server"]},
+        }
+    )
+    result = project.toolpin("lock")
+    assert result.code == 0, result.out
+    assert lock_entry(project, "notes")["package"]["version"] == "1.3.0"
+    assert lock_entry(project, "py")["package"]["files"][0]["sha256"] == WHEEL_SHA
+    assert registry.pypi.requests == ["/simple/notes-server/"]
+    assert "/notes-mcp/latest" in registry.npm.requests

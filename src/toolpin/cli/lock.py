@@ -108,6 +108,10 @@ def _outcome_lines(report: LockReport) -> list[Line]:
         lines.append(Line(f"{visible(outcome.name)}: {visible(outcome.message)}", style))
         if outcome.drift is not None:
             lines.extend(summary(outcome.drift, indent="  "))
+        lines.extend(
+            Line(f"  {visible(h)}" if h.startswith("fix:") else f"  hint: {visible(h)}", "medium")
+            for h in outcome.hints
+        )
         lines.extend(Line(f"  note: {visible(n)}", "dim") for n in outcome.notes)
     for name, reason in report.skipped:
         lines.append(Line(f"{visible(name)}: skipped ({visible(reason)})", "dim"))

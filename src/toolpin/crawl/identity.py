@@ -23,8 +23,9 @@ all (a URL, ``git+``, a path) is probed as written with no package recorded.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from toolpin.crawl.candidates import PackageCoords
@@ -65,9 +66,17 @@ def coords_of(resolved: ResolvedPackage) -> PackageCoords:
     )
 
 
-def identify(argv: Sequence[str], *, timeout: float = RESOLVE_TIMEOUT) -> ConfigPackage | None:
+def identify(
+    argv: Sequence[str],
+    *,
+    timeout: float = RESOLVE_TIMEOUT,
+    where: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ConfigPackage | None:
     """The package ``argv`` runs, resolved and pinned (see the module doc); ``None`` when
-    the command runs no registry package."""
+    the command runs no registry package. ``where`` and ``env`` are the folder and the
+    environment the user's configuration is read from (a project ``.npmrc`` or
+    ``uv.toml``; the registry, index, CA and proxy settings), as for ``toolpin lock``."""
     try:
         ref = detect_package(argv)
     except PackageError:
@@ -76,7 +85,7 @@ def identify(argv: Sequence[str], *, timeout: float = RESOLVE_TIMEOUT) -> Config
         return None
     name_only = PackageCoords(ref.ecosystem, ref.name)
     try:
-        resolved = resolve(ref, timeout=timeout)
+        resolved = resolve(ref, timeout=timeout, where=where, env=env)
     except PackageError as exc:
         return ConfigPackage(name_only, tuple(argv), note=f"not resolved: {exc.message}")
     coords = coords_of(resolved)

@@ -255,6 +255,7 @@ class _Context:
     scratch_root: Path
     caches: SharedCaches
     setup: HostSetup
+    environ: Mapping[str, str]
 
 
 @dataclass
@@ -328,7 +329,11 @@ def _start_config_server(
     if opts.identify_packages:
         from toolpin.crawl.identity import identify
 
-        identity = identify(candidate.argv)
+        identity = identify(
+            candidate.argv,
+            where=Path(candidate.cwd) if candidate.cwd else None,
+            env={**ctx.environ, **candidate.env},
+        )
         if identity is not None:
             argv, prefetch, package = identity.argv, identity.prefetch, identity.coords
             found.package, found.note = identity.coords, identity.note
@@ -437,7 +442,7 @@ def probe_all(
     setup = host_setup(environ)
     caches = SharedCaches.at(opts.cache_dir)
     with tempfile.TemporaryDirectory(prefix="toolpin-crawl-") as scratch_dir:
-        ctx = _Context(Path(scratch_dir), caches, setup)
+        ctx = _Context(Path(scratch_dir), caches, setup, environ)
         with ThreadPoolExecutor(max_workers=width) as pool:
             queue = list(enumerate(candidates))
             queue.reverse()

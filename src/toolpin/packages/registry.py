@@ -2,25 +2,29 @@
 
 * npm: ``GET <registry>/<name>/<version or tag>`` (scoped names URL-encoded); the answer's
   ``version`` must be a plain semantic version and ``dist.integrity`` is recorded.
-* PyPI: ``GET <index>/pypi/<name>[/<version>]/json``; ``info.version`` must be a plain
-  PEP 440 number and every file of the release is recorded as ``(filename, sha256)``.
+* PyPI: the standard simple index, ``GET <index>/<normalised name>/`` asking for PEP 691
+  JSON and accepting PEP 503 HTML (so mirrors, private indexes and proxies that serve only
+  the simple API work); the release is the newest non-pre-release version with a file
+  that is not yanked, or the version asked for, and every file of it is recorded as
+  ``(filename, sha256)``.
 * OCI: no network. Only a digest written in the command (``image@sha256:...``) is recorded.
 
-Registry URLs: ``TOOLPIN_NPM_REGISTRY`` first, then a ``--registry`` flag in the command,
-then ``npm_config_registry``, then ``https://registry.npmjs.org``; ``TOOLPIN_PYPI_URL`` or
-``https://pypi.org``. Answers are capped in size, time-limited, and parsed as strict JSON
-(a repeated member name is refused). ``httpx2`` is imported only when a request is made.
+Which registry or index, with which CA file, proxy and token: :mod:`toolpin.packages.config`
+(the runner's own configuration). Trust: :func:`toolpin.util.net.tls_context`. Answers are
+capped in size, time-limited, and JSON is parsed strictly (a repeated member name is
+refused). ``httpx2`` is imported only when a request is made.
 """
 
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urljoin
 
-from toolpin.errors import LockfileError, PackageError
+from toolpin.errors import InputError, LockfileError, PackageError
 from toolpin.packages.spec import (
     NPM_EXACT,
     OCI_DIGEST,
@@ -34,11 +38,23 @@ from toolpin.packages.spec import (
 if TYPE_CHECKING:
     import httpx2
 
-ENV_NPM_REGISTRY = "TOOLPIN_NPM_REGISTRY"
-ENV_PYPI_URL = "TOOLPIN_PYPI_URL"
-DEFAULT_NPM_REGISTRY = "https://registry.npmjs.org"
-DEFAULT_PYPI_URL = "https://pypi.org"
+    from toolpin.packages.config import RegistrySettings
+
+# The configuration readers and the simple-index parser (packaging, tomllib, configparser)
+# are imported when a registry is asked, not on the proxy's start path (``run --lock``
+# imports this package for ResolvedPackage and pin_argv).
+
+__all__ = [
+    "ResolvedPackage",
+    "latest_version",
+    "npm_registry",
+    "resolve",
+]
 MAX_ANSWER_BYTES = 8 * 1024 * 1024
+SIMPLE_ACCEPT = (
+    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
+    "text/html;q=0.01"
+)
 _SHA256_HEX = frozenset("0123456789abcdef")
 
 
@@ -120,31 +136,27 @@ class ResolvedPackage:
         return cls(eco, name, requested, version, integrity, tuple(sorted(files)))
 
 
-def npm_registry(ref: PackageRef) -> str:
-    """The npm registry base URL to ask about ``ref`` (see module doc for the order)."""
-    for candidate in (
-        os.environ.get(ENV_NPM_REGISTRY),
-        ref.registry,
-        os.environ.get("npm_config_registry"),  # noqa: SIM112 - npm writes it lower-case
-        os.environ.get("NPM_CONFIG_REGISTRY"),
-    ):
-        if candidate:
-            return candidate.rstrip("/")
-    return DEFAULT_NPM_REGISTRY
+def npm_registry(ref: PackageRef, *, where: Path | None = None) -> str:
+    """The npm registry base URL to ask about ``ref`` (see :mod:`toolpin.packages.config`)."""
+    from toolpin.packages.config import npm_settings
 
-
-def pypi_url() -> str:
-    """The PyPI base URL (``TOOLPIN_PYPI_URL`` or ``https://pypi.org``)."""
-    return (os.environ.get(ENV_PYPI_URL) or DEFAULT_PYPI_URL).rstrip("/")
+    return npm_settings(ref, where=where).url
 
 
 def resolve(
-    ref: PackageRef, *, timeout: float = 15.0, version: str | None = None
+    ref: PackageRef,
+    *,
+    timeout: float = 15.0,
+    version: str | None = None,
+    where: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ResolvedPackage:
     """Ask the registry which exact release ``ref`` (or ``version``) is, and its digest.
 
     ``version`` overrides what the command requested (used to re-check a locked
-    version). Raises :class:`PackageError` for a version range, an unknown package, a
+    version). ``where`` is the folder the server starts in (for a project ``.npmrc`` or
+    ``uv.toml``); ``env`` the environment it starts with (default: this process's).
+    Raises :class:`PackageError` for a version range, an unknown package, a
     registry that cannot be reached in ``timeout`` seconds, or an answer that is not a
     plain version.
     """
@@ -163,23 +175,44 @@ def resolve(
                 advice=f"Write it as {ref.name}@sha256:<digest>.",
             )
         return ResolvedPackage("oci", ref.name, ref.requested, wanted)
+    from toolpin.packages.config import npm_settings, pypi_settings
+
     if ref.ecosystem == "npm":
-        return _resolve_npm(ref, wanted or "latest", timeout)
-    return _resolve_pypi(ref, "" if wanted in ("", "latest") else wanted, timeout)
+        return _resolve_npm(
+            ref, wanted or "latest", timeout, npm_settings(ref, where=where, env=env), env
+        )
+    settings = pypi_settings(ref, where=where, env=env)
+    return _resolve_pypi(ref, "" if wanted in ("", "latest") else wanted, timeout, settings, env)
 
 
-def latest_version(ref: PackageRef, *, timeout: float = 15.0) -> str:
+def latest_version(
+    ref: PackageRef,
+    *,
+    timeout: float = 15.0,
+    where: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str:
     """The version the registry serves as newest (npm tag ``latest``, PyPI newest release)."""
     if ref.ecosystem == "oci":
         raise PackageError(f"image {ref.name}: toolpin does not look up newer image digests")
+    from toolpin.packages.config import npm_settings, pypi_settings
+
     if ref.ecosystem == "npm":
-        return _resolve_npm(ref, "latest", timeout).version
-    return _resolve_pypi(ref, "", timeout).version
+        settings = npm_settings(ref, where=where, env=env)
+        return _resolve_npm(ref, "latest", timeout, settings, env).version
+    return _resolve_pypi(ref, "", timeout, pypi_settings(ref, where=where, env=env), env).version
 
 
-def _resolve_npm(ref: PackageRef, wanted: str, timeout: float) -> ResolvedPackage:
-    url = f"{npm_registry(ref)}/{quote(ref.name, safe='@')}/{quote(wanted, safe='')}"
-    answer = _get_json(url, ref, timeout)
+def _resolve_npm(
+    ref: PackageRef,
+    wanted: str,
+    timeout: float,
+    settings: RegistrySettings,
+    env: Mapping[str, str] | None,
+) -> ResolvedPackage:
+    url = f"{settings.url}/{quote(ref.name, safe='@')}/{quote(wanted, safe='')}"
+    body, _ = _get(url, ref, timeout, settings, env, accept="application/json")
+    answer = _json_object(body, ref)
     version = answer.get("version")
     if not isinstance(version, str) or not NPM_EXACT.match(version):
         raise PackageError(
@@ -196,48 +229,115 @@ def _resolve_npm(ref: PackageRef, wanted: str, timeout: float) -> ResolvedPackag
     return ResolvedPackage("npm", ref.name, ref.requested, version, integrity or None)
 
 
-def _resolve_pypi(ref: PackageRef, wanted: str, timeout: float) -> ResolvedPackage:
-    path = (
-        f"{quote(ref.name, safe='')}/{quote(wanted, safe='')}/json"
-        if wanted
-        else (f"{quote(ref.name, safe='')}/json")
-    )
-    answer = _get_json(f"{pypi_url()}/pypi/{path}", ref, timeout)
-    info = answer.get("info")
-    version = info.get("version") if isinstance(info, dict) else None
-    if not isinstance(version, str) or not PYPI_EXACT.match(version):
+def _resolve_pypi(
+    ref: PackageRef,
+    wanted: str,
+    timeout: float,
+    settings: RegistrySettings,
+    env: Mapping[str, str] | None,
+) -> ResolvedPackage:
+    from packaging.version import InvalidVersion, Version
+
+    from toolpin.packages.simple import parse_simple_html, parse_simple_json
+
+    url = f"{settings.url}/{quote(ref.name, safe='')}/"
+    body, kind = _get(url, ref, timeout, settings, env, accept=SIMPLE_ACCEPT)
+    try:
+        if kind.startswith("application/vnd.pypi.simple.v1+json"):
+            page = parse_simple_json(body, ref.name)
+        elif kind in ("text/html", "application/vnd.pypi.simple.v1+html", ""):
+            page = parse_simple_html(body, ref.name, base=url)
+        else:
+            raise PackageError(f"the package index answered an unknown kind of page for {ref.name}")
+    except ValueError as exc:
         raise PackageError(
-            f"the registry answered a version of {ref.name} that is not a plain version number"
+            f"the package index answered a malformed page for {ref.name} ({exc})"
+        ) from None
+    files = [f for f in page if f.version is not None]
+    if wanted:
+        try:
+            target = Version(wanted)
+        except InvalidVersion:
+            raise PackageError(f"{wanted!r} is not a plain version of {ref.name}") from None
+        chosen = [f for f in files if f.version == target]
+        if not chosen:
+            raise PackageError(f"{ref.name} {wanted} is not found in the package index")
+    else:
+        released = [f for f in files if not f.yanked and f.version is not None]
+        stable = [f for f in released if not f.version.is_prerelease]  # type: ignore[union-attr]
+        pool = stable or released
+        if not pool:
+            raise PackageError(f"{ref.name} is not found in the package index (no release files)")
+        newest = max(f.version for f in pool if f.version is not None)
+        chosen = [f for f in files if f.version == newest]
+        target = newest
+    version = str(target)
+    if not PYPI_EXACT.match(version):
+        raise PackageError(
+            f"the package index answered a version of {ref.name} that is not a plain version number"
         )
-    if wanted and version != wanted:
-        raise PackageError(f"the registry answered {ref.name} {version} when asked for {wanted}")
-    urls = answer.get("urls")
-    if not isinstance(urls, list):
-        raise PackageError(f"the registry answer for {ref.name} {version} lists no files")
-    files: list[tuple[str, str]] = []
-    for item in urls:
-        digests = item.get("digests") if isinstance(item, dict) else None
-        filename = item.get("filename") if isinstance(item, dict) else None
-        digest = digests.get("sha256") if isinstance(digests, dict) else None
-        if not isinstance(filename, str) or not _is_sha256(digest):
-            raise PackageError(f"the registry answer for {ref.name} {version} has a bad file entry")
-        assert isinstance(digest, str)
-        files.append((filename, digest))
-    return ResolvedPackage("pypi", ref.name, ref.requested, version, None, tuple(sorted(files)))
+    recorded: list[tuple[str, str]] = []
+    for item in chosen:
+        if not _is_sha256(item.sha256):
+            raise PackageError(
+                f"the package index gives no sha256 digest for a file of {ref.name} {version}"
+            )
+        assert item.sha256 is not None
+        recorded.append((item.filename, item.sha256))
+    return ResolvedPackage(
+        "pypi", ref.name, ref.requested, version, None, tuple(sorted(set(recorded)))
+    )
 
 
 def _is_sha256(value: object) -> bool:
     return isinstance(value, str) and len(value) == 64 and set(value) <= _SHA256_HEX
 
 
-def _get_json(url: str, ref: PackageRef, timeout: float) -> dict[str, Any]:
+def _client(
+    settings: RegistrySettings, env: Mapping[str, str] | None, timeout: float
+) -> httpx2.Client:
     import httpx2
 
-    where = "the npm registry" if ref.ecosystem == "npm" else "PyPI"
+    from toolpin.util.net import tls_context
+
+    try:
+        verify: Any = (
+            tls_context(env, extra_cafiles=[settings.cafile] if settings.cafile else [])
+            if settings.verify
+            else False
+        )
+    except InputError as exc:
+        raise PackageError(exc.message, advice=exc.advice) from None
+    return httpx2.Client(
+        timeout=timeout,
+        follow_redirects=True,
+        max_redirects=3,
+        verify=verify,
+        trust_env=True,
+        proxy=settings.proxy or None,
+    )
+
+
+def _get(
+    url: str,
+    ref: PackageRef,
+    timeout: float,
+    settings: RegistrySettings,
+    env: Mapping[str, str] | None,
+    *,
+    accept: str,
+) -> tuple[bytes, str]:
+    """The body and content type (lower case, no parameters) of a 200 answer."""
+    import httpx2
+
+    where = "the npm registry" if ref.ecosystem == "npm" else "the package index"
+    headers = {"Accept": accept}
+    if settings.token:
+        headers["Authorization"] = f"Bearer {settings.token}"
     try:
         with (
-            httpx2.Client(timeout=timeout, follow_redirects=True, max_redirects=3) as client,
-            client.stream("GET", url, headers={"Accept": "application/json"}) as response,
+            _client(settings, env, timeout) as client,
+            client.stream("GET", url, headers=headers) as response,
         ):
             if response.status_code == 404:
                 raise PackageError(f"{ref.label()} is not found in the registry ({where})")
@@ -245,15 +345,33 @@ def _get_json(url: str, ref: PackageRef, timeout: float) -> dict[str, Any]:
                 raise PackageError(
                     f"{where} answered HTTP {response.status_code} for {ref.label()}"
                 )
-            body = _read_capped(response)
+            if settings.token and urljoin(url, "/") != urljoin(str(response.url), "/"):
+                raise PackageError(f"{where} redirected to another host for {ref.label()}")
+            kind = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            return _read_capped(response), kind
     except httpx2.TimeoutException:
         raise PackageError(
             f"{where} did not answer within {timeout:g}s for {ref.label()}"
         ) from None
     except httpx2.HTTPError as exc:
         raise PackageError(
-            f"cannot reach {where} for {ref.label()} ({type(exc).__name__})"
+            f"cannot reach {where} for {ref.label()} ({type(exc).__name__})",
+            advice=_network_advice(exc),
         ) from None
+
+
+def _network_advice(exc: Exception) -> str | None:
+    text = str(exc)
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+        return (
+            "The registry's certificate is not trusted here; name your CA file in "
+            "SSL_CERT_FILE (or npm's cafile)."
+        )
+    return None
+
+
+def _json_object(body: bytes, ref: PackageRef) -> dict[str, Any]:
+    where = "the npm registry" if ref.ecosystem == "npm" else "the package index"
     try:
         data = json.loads(body, object_pairs_hook=_no_repeats)
     except (ValueError, UnicodeDecodeError):

@@ -118,6 +118,8 @@ _UV_VALUE_FLAGS = frozenset(
         "--link-mode",
     }
 )
+_INDEX_FLAGS = ("--index", "--default-index", "--index-url", "-i")
+"""Flags that name the package index (uv: ``--index`` is searched before the default)."""
 _PIPX_VALUE_FLAGS = frozenset(
     {"--spec", "--python", "--index-url", "-i", "--pip-args", "--backend"}
 )
@@ -227,7 +229,8 @@ class PackageRef:
     arg_index: int
     """Index in the argv of the argument holding the spec (for rewriting)."""
     registry: str | None = None
-    """A registry URL the command names (npm ``--registry``), if any."""
+    """A registry URL the command names (npm ``--registry``; uv ``--index``,
+    ``--default-index``, ``--index-url``; pipx ``--index-url``), if any."""
     extras: str = ""
     """PyPI extras as written (``[a,b]``), kept when the spec is rewritten."""
 
@@ -409,7 +412,10 @@ def _split_npm(spec: str, runner: str) -> tuple[str, str]:
 def _detect_pypi(
     argv: Sequence[str], start: int, runner: str, spec_flag: str, value_flags: frozenset[str]
 ) -> PackageRef | None:
-    flags, positional = _scan_flags(argv, start, value_flags, (spec_flag,))
+    flags, positional = _scan_flags(argv, start, value_flags, (spec_flag, *_INDEX_FLAGS))
+    registry = next((flags[f][1] for f in _INDEX_FLAGS if f in flags), None)
+    if registry is not None and "=" in registry.split("://", 1)[0]:
+        registry = registry.split("=", 1)[1]  # uv's named index: --index name=URL
     if spec_flag in flags:
         index, spec = flags[spec_flag]
     elif positional is not None:
@@ -424,7 +430,9 @@ def _detect_pypi(
     name = normalise_pypi_name(match["name"])
     extras = match["extras"] or ""
     if match["range"] is not None:
-        return PackageRef("pypi", name, match["range"].strip(), None, runner, index, None, extras)
+        return PackageRef(
+            "pypi", name, match["range"].strip(), None, runner, index, registry, extras
+        )
     requested = match["ver"] or ""
     if (
         requested
@@ -434,7 +442,7 @@ def _detect_pypi(
     ):
         raise _refuse(spec, runner)
     exact = requested if PYPI_EXACT.match(requested) else None
-    return PackageRef("pypi", name, requested, exact, runner, index, None, extras)
+    return PackageRef("pypi", name, requested, exact, runner, index, registry, extras)
 
 
 def normalise_pypi_name(name: str) -> str:

@@ -54,6 +54,10 @@ class _Refused(Exception):
     """The server refused a request in a way that means "try the other era"."""
 
 
+class _Final(ProbeError):
+    """No other connection would do better (authorization, a size cap)."""
+
+
 class HttpTransport:
     """Connections to one Streamable HTTP endpoint, through one guarded client."""
 
@@ -75,12 +79,12 @@ class HttpTransport:
     def count(self, size: int, so_far: int) -> None:
         """Account ``size`` more bytes (``so_far`` in the current answer)."""
         if so_far > MAX_RESPONSE_BYTES:
-            raise ProbeError(f"an answer is larger than {MAX_RESPONSE_BYTES >> 20} MiB")
+            raise _Final(f"an answer is larger than {MAX_RESPONSE_BYTES >> 20} MiB")
         with self._lock:
             self._received += size
             total = self._received
         if total > MAX_SESSION_BYTES:
-            raise ProbeError(f"the server sent more than {MAX_SESSION_BYTES >> 20} MiB")
+            raise _Final(f"the server sent more than {MAX_SESSION_BYTES >> 20} MiB")
 
     def connect(self, inbox: Inbox, *, id_prefix: str, deadline: float) -> HttpChannel:
         return HttpChannel(self, inbox, deadline)
@@ -157,7 +161,7 @@ class HttpChannel:
         except GuardError as exc:
             self.inbox.put(Failed(self, exc, final=True))
         except ProbeError as exc:
-            self.inbox.put(Failed(self, exc, final=exc.message.startswith("the server requires")))
+            self.inbox.put(Failed(self, exc, final=isinstance(exc, _Final)))
         except httpx2.ConnectError:
             self.inbox.put(Failed(self, ProbeError("cannot connect to the server"), final=True))
         except httpx2.HTTPError as exc:
@@ -174,7 +178,7 @@ class HttpChannel:
             self.url = str(response.url)
             status = response.status_code
             if status in (401, 403):
-                raise ProbeError(f"the server requires authorization (HTTP {status})")
+                raise _Final(f"the server requires authorization (HTTP {status})")
             if expect is None:
                 if status in (200, 202, 204):
                     return

@@ -245,8 +245,13 @@ class GuardedTransport(httpx2.BaseTransport):
     """An ``httpx2`` transport over a connection pool with :class:`GuardedBackend`."""
 
     def __init__(self, policy: AddressPolicy, *, verify: bool = True) -> None:
+        from toolpin.util.net import tls_context
+
+        # The machine's trust store plus the CA files it configures (SSL_CERT_FILE, ...);
+        # never a proxy: the guard checks the address it connects to itself.
+        context = tls_context() if verify else httpx2.create_ssl_context(verify=False)
         self._pool = httpcore2.ConnectionPool(
-            ssl_context=httpx2.create_ssl_context(verify=verify, trust_env=False),
+            ssl_context=context,
             max_connections=4,
             network_backend=GuardedBackend(policy),
         )

@@ -90,6 +90,9 @@ class ServerOutcome:
     entry: LockEntry | None = None
     drift: Drift | None = None
     notes: tuple[str, ...] = ()
+    hints: tuple[str, ...] = ()
+    """Why a change looks driven by this machine's environment, and the fix (never an
+    acceptance: the server still differs)."""
     held: bool = False
     """The config asks for the newest package version; the lock holds this one."""
 
@@ -179,7 +182,7 @@ def _lock_one(server: ConfiguredServer, opts: LockOptions, caps: tuple[str, ...]
     try:
         ref = None if opts.definitions_only else _detect(argv)
         if ref is not None:
-            resolved, argv, note = _resolve_for_lock(ref, argv)
+            resolved, argv, note = _resolve_for_lock(ref, argv, _where(server, opts))
             if note:
                 notes.append(note)
             if resolved is not None:
@@ -189,6 +192,7 @@ def _lock_one(server: ConfiguredServer, opts: LockOptions, caps: tuple[str, ...]
             opts.progress(f"{server.name}: starting")
         snapshot = _probe(server, argv, opts, caps)
     except (ProbeError, PackageError, LockfileError) as exc:
+        notes.extend([exc.advice] if exc.advice else [])
         return ServerOutcome(server.name, "failed", exc.message, notes=tuple(notes))
     extra = {PROBED_WITH: {"clientCapabilities": list(caps)}}
     entry = LockEntry(snapshot=snapshot, server_id=server.server_id, package=package, extra=extra)
@@ -203,8 +207,14 @@ def _lock_one(server: ConfiguredServer, opts: LockOptions, caps: tuple[str, ...]
     )
 
 
+def _where(server: ConfiguredServer, opts: LockOptions) -> tuple[Path | None, dict[str, str]]:
+    """The folder and environment a server starts in: what its runner reads its registry
+    configuration from (a project ``.npmrc`` or ``uv.toml``, ``PIP_INDEX_URL``, ...)."""
+    return (Path(server.cwd) if server.cwd else None), _run_env(server, opts.env())
+
+
 def _resolve_for_lock(
-    ref: PackageRef, argv: list[str]
+    ref: PackageRef, argv: list[str], where: tuple[Path | None, dict[str, str]]
 ) -> tuple[ResolvedPackage | None, list[str], str | None]:
     from toolpin.packages import pin_argv, resolve
 
@@ -222,7 +232,7 @@ def _resolve_for_lock(
         raise PackageError(
             f"{ref.name} asks for {ref.requested!r}, a version range; pin an exact version"
         )
-    resolved = resolve(ref)
+    resolved = resolve(ref, where=where[0], env=where[1])
     if ref.pinned:
         return resolved, argv, None
     pinned = pin_argv(argv, ref, resolved.version)
@@ -376,7 +386,7 @@ def _check_one(
     try:
         ref = None if opts.definitions_only else _detect(argv)
         if ref is not None:
-            argv, label, note, problem = _check_package(ref, argv, entry)
+            argv, label, note, problem = _check_package(ref, argv, entry, _where(server, opts))
             if note:
                 notes.append(note)
             if problem:
@@ -384,19 +394,64 @@ def _check_one(
         caps = explicit if explicit is not None else recorded_capabilities(entry)
         observed = _probe(server, argv, opts, caps)
     except (ProbeError, PackageError, LockfileError) as exc:
+        notes.extend([exc.advice] if exc.advice else [])
         return ServerOutcome(
             server.name, "failed", f"could not check: {exc.message}", notes=tuple(notes)
         )
     drift = compare(entry.snapshot, observed)
     if drift.ok:
         return ServerOutcome(server.name, "match", f"matches the lock{label}", notes=tuple(notes))
+    from toolpin.report.environment import environment_hints
+
+    hints = environment_hints(drift, machine_values(_run_env(server, opts.env())))
     return ServerOutcome(
-        server.name, "changed", "changed since it was locked", drift=drift, notes=tuple(notes)
+        server.name,
+        "changed",
+        "changed since it was locked",
+        drift=drift,
+        notes=tuple(notes),
+        hints=tuple(hints),
     )
 
 
+def machine_values(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` plus the machine facts servers commonly write into definitions, under the
+    variable that sets them when it is not set: ``TZ`` (the local timezone), ``USER``
+    and ``HOME``."""
+    import getpass
+
+    out = dict(env)
+    if "TZ" not in out:
+        zone = _local_zone()
+        if zone:
+            out["TZ"] = zone
+    if "USER" not in out:
+        with contextlib.suppress(Exception):
+            out["USER"] = getpass.getuser()
+    if "HOME" not in out:
+        home = os.path.expanduser("~")
+        if home != "~":
+            out["HOME"] = home
+    return out
+
+
+def _local_zone() -> str | None:
+    """The IANA name of the local timezone (``/etc/localtime``), when it can be told."""
+    try:
+        target = os.path.realpath("/etc/localtime")
+    except OSError:
+        return None
+    marker = "/zoneinfo/"
+    if marker not in target:
+        return None
+    return target.split(marker, 1)[1] or None
+
+
 def _check_package(
-    ref: PackageRef, argv: list[str], entry: LockEntry
+    ref: PackageRef,
+    argv: list[str],
+    entry: LockEntry,
+    where: tuple[Path | None, dict[str, str]],
 ) -> tuple[list[str], str, str | None, str | None]:
     """(argv to probe, label, note, problem) for the package behind a locked server."""
     from toolpin.packages import ResolvedPackage, latest_version, pin_argv, resolve
@@ -421,7 +476,7 @@ def _check_package(
         )
     if locked.ecosystem == "oci":
         return argv, label, None, None
-    now = resolve(ref, version=locked.version)
+    now = resolve(ref, version=locked.version, where=where[0], env=where[1])
     if not now.same_contents(locked):
         return (
             argv,
@@ -434,7 +489,7 @@ def _check_package(
         )
     note = None
     try:
-        newest = latest_version(ref)
+        newest = latest_version(ref, where=where[0], env=where[1])
         if newest != locked.version:
             note = (
                 f"{locked.name} {newest} is out; this project keeps running {locked.version} "

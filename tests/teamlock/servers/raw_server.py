@@ -28,6 +28,9 @@ purpose. ``python raw_server.py SPEC.json [ignored args...]``. Spec members (all
 * ``stubborn``: ignore SIGTERM and keep running after stdin closes;
 * ``env_out``: write the environment variables named in ``env_names`` and the working
   directory to this file, as JSON;
+* ``env_in_descriptions``: environment variable names; ``$NAME`` in a tool description is
+  replaced by the variable's value (a server that writes, say, the local timezone into
+  what the model reads);
 * ``tools_if_roots``: more tools, offered only to a client that declares ``roots``.
 """
 
@@ -92,8 +95,17 @@ def server_info() -> dict:
     return {"name": SPEC.get("name", "raw-server"), "version": SPEC.get("version", "1.0.0")}
 
 
+def with_env(tool: dict) -> dict:
+    description = tool.get("description")
+    if not isinstance(description, str):
+        return tool
+    for name in SPEC.get("env_in_descriptions", []):
+        description = description.replace(f"${name}", os.environ.get(name, ""))
+    return {**tool, "description": description}
+
+
 def tools_page(params: dict) -> dict:
-    tools = SPEC.get("tools", [])
+    tools = [with_env(t) for t in SPEC.get("tools", [])]
     if "roots" in client_caps:
         tools = tools + SPEC.get("tools_if_roots", [])
     size = SPEC.get("page_size")

@@ -1,0 +1,70 @@
+"""TLS trust for toolpin's own HTTP clients, from the machine's usual settings.
+
+Behind a TLS-intercepting proxy the proxy's CA is configured the usual ways; toolpin's
+registry and HTTP-probe clients trust it the same ways:
+
+* the system's trust store (what ``httpx2`` uses without settings);
+* plus every CA file named by ``SSL_CERT_FILE``, ``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``
+  and ``NODE_EXTRA_CA_CERTS``, and the folder ``SSL_CERT_DIR`` (added to the store, never
+  replacing it, so a file holding only the proxy's CA works as well as a full bundle);
+* plus a file the caller names (npm's ``cafile``, ``pip``'s ``cert``).
+
+A variable naming a file that cannot be read is an error (exit 2, with the variable's
+name), never a silent fall back to fewer or more roots. Proxy variables (``HTTPS_PROXY``,
+``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``) are honoured by the registry clients through
+``httpx2``'s ``trust_env``.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from toolpin.errors import InputError
+
+CA_FILE_VARIABLES: Final = (
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+)
+CA_DIR_VARIABLES: Final = ("SSL_CERT_DIR",)
+
+
+def _system_context() -> ssl.SSLContext:
+    import httpcore2
+
+    # The trust store without the SSL_CERT_* shortcut (those are added below, to it).
+    return httpcore2.default_ssl_context(_trust_env=False)
+
+
+def tls_context(
+    env: Mapping[str, str] | None = None, *, extra_cafiles: Sequence[str] = ()
+) -> ssl.SSLContext:
+    """A verifying client context: the system store plus the configured CA files."""
+    env = os.environ if env is None else env
+    context = _system_context()
+    sources = [(name, env.get(name)) for name in CA_FILE_VARIABLES]
+    sources += [("a configured CA file", path) for path in extra_cafiles]
+    seen: set[str] = set()
+    for name, path in sources:
+        if not path or path in seen:
+            continue
+        seen.add(path)
+        try:
+            context.load_verify_locations(cafile=path)
+        except (OSError, ssl.SSLError):
+            raise InputError(
+                f"{name} names a CA file that cannot be read as PEM certificates",
+                advice="Point it at a readable PEM file, or unset it.",
+            ) from None
+    for name in CA_DIR_VARIABLES:
+        path = env.get(name)
+        if path and os.path.isdir(path):
+            try:
+                context.load_verify_locations(capath=path)
+            except (OSError, ssl.SSLError):
+                raise InputError(f"{name} names a CA folder that cannot be read") from None
+    return context
