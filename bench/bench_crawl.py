@@ -106,6 +106,7 @@ def main() -> None:
                     concurrency=level,
                     timeout=60.0,
                     state_path=work / f"state-c{level}.sqlite",
+                    cache_dir=work / "cache",
                     optout_dirs=(),
                 )
                 started = time.perf_counter()

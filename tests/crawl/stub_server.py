@@ -6,7 +6,8 @@ Spec members (all optional): ``name``, ``version``, ``tools`` (list of tool obje
 ``prompts``, ``instructions``, ``modern`` (answer server/discover), ``page_size`` (tools per
 page), ``require_env`` (names: each missing one is reported on stderr and the server exits
 1), ``env_report`` (a path: the names and values of the environment are written there as
-JSON), ``crash`` (exit at once with this code), ``hang`` (never answer).
+JSON), ``stderr`` (a text written to stderr at start), ``crash`` (exit at once with this
+code), ``hang`` (never answer).
 The spec is read at every start, so a test changes a server by rewriting its spec.
 """
 
@@ -24,6 +25,8 @@ def main() -> None:
     if "env_report" in spec:
         with open(spec["env_report"], "w", encoding="utf-8") as handle:
             json.dump(dict(os.environ), handle)
+    if "stderr" in spec:
+        print(spec["stderr"], file=sys.stderr, flush=True)
     if "crash" in spec:
         print("stub: crashing on purpose", file=sys.stderr)
         sys.exit(int(spec["crash"]))

@@ -9,7 +9,16 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-from crawl_helpers import SRC, LogKey, independent_check, stub_argv, tool, write_config, write_spec
+from crawl_helpers import (
+    SRC,
+    FakeAPI,
+    LogKey,
+    independent_check,
+    stub_argv,
+    tool,
+    write_config,
+    write_spec,
+)
 
 from toolpin.cli import _register_commands, cli
 
@@ -35,7 +44,9 @@ def test_crawl_prints_a_json_summary_and_the_log_verifies(tmp_path: Path, log_ke
     config = _config(tmp_path)
     log_dir = tmp_path / "log"
     args = ["log", "crawl", "--log", str(log_dir), "--key", str(log_key.path)]
-    result = CliRunner().invoke(cli, [*args, "--servers", str(config), "--concurrency", "2"])
+    result = CliRunner().invoke(
+        cli, [*args, "--servers", str(config), "--concurrency", "2", "--json"]
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["new"] == 3 and summary["log_size"] == 3 and summary["failed"] == 0
@@ -47,8 +58,14 @@ def test_crawl_prints_a_json_summary_and_the_log_verifies(tmp_path: Path, log_ke
     assert verify.exit_code == 0, verify.output
     assert verify.output.startswith("ok:")
 
-    again = CliRunner().invoke(cli, [*args, "--servers", str(config)])
+    again = CliRunner().invoke(cli, [*args, "--servers", str(config), "--json"])
     assert json.loads(again.stdout)["appended"] == 0
+    servers = json.loads(again.stdout)["servers"]
+    assert [(s["name"], s["status"], s["tools"]) for s in servers] == [
+        ("s0", "unchanged", 1),
+        ("s1", "unchanged", 1),
+        ("s2", "unchanged", 1),
+    ]
 
 
 def test_usage_errors_exit_2(tmp_path: Path, log_key: LogKey) -> None:
@@ -83,6 +100,7 @@ def test_concurrent_crawls_of_one_log_are_serialised(tmp_path: Path, log_key: Lo
         str(log_key.path),
         "--servers",
         str(config),
+        "--json",
     ]
     procs = [
         subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
@@ -143,15 +161,67 @@ def test_the_cli_module_stays_light() -> None:
     assert done.stdout.strip() == "[]", done.stderr
 
 
-def test_the_progress_display_runs(tmp_path: Path, log_key: LogKey) -> None:
-    from toolpin.cli.crawl import _with_progress
-    from toolpin.crawl.runner import CrawlOptions
+def test_the_table_names_every_server_and_ends_with_the_summary(
+    tmp_path: Path, log_key: LogKey
+) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    good = stub_argv(write_spec(specs / "good.json", name="good", tools=[tool("a"), tool("b")]))
+    bad = stub_argv(
+        write_spec(specs / "bad.json", name="bad", crash=1, stderr="boom \x1b[31mred\u202e")
+    )
+    config = write_config(tmp_path / "servers.json", {"good\u202e": good, "broken": bad})
+    cmd = [
+        sys.executable,
+        "-m",
+        "toolpin",
+        "log",
+        "crawl",
+        "--log",
+        str(tmp_path / "log"),
+        "--key",
+        str(log_key.path),
+        "--servers",
+        str(config),
+        "--concurrency",
+        "1",
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "STATUS", "SECS", "TOOLS", "PACKAGE", "REASON"]
+    rows = {line.split()[0]: line for line in lines[1:-1]}
+    assert set(rows) == {"good\\u{202e}", "broken"}
+    assert rows["good\\u{202e}"].split()[1:2] == ["new"]
+    assert " 2  -" in rows["good\\u{202e}"]
+    assert rows["broken"].split()[1] == "failed"
+    assert "boom red\\u{202e}" in rows["broken"]
+    assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
+    assert lines[-1].startswith("crawled 2 of 2 server(s) in ")
+    assert lines[-1].endswith(
+        "1 new, 0 changed, 0 unchanged, 1 failed, 0 skipped; appended 1, log size 1"
+    )
+    progress = done.stderr.splitlines()
+    assert "[1/2] probing good\\u{202e}" in progress
+    assert "[2/2] probing broken" in progress
+    assert any(p.startswith("[1/2] ok good\\u{202e} (") for p in progress)
+
+
+def test_a_failed_source_is_named_before_the_summary_line(
+    tmp_path: Path, log_key: LogKey, fake_api: FakeAPI
+) -> None:
+    from toolpin.cli.crawl import summary_table
+    from toolpin.crawl.runner import CrawlOptions, crawl
 
     options = CrawlOptions(
         log_dir=tmp_path / "log",
         signer=log_key.signer,
-        servers_config=_config(tmp_path, count=2),
+        sources=("registry",),
+        environ={"TOOLPIN_REGISTRY_URL": fake_api.url},
         optout_dirs=(),
     )
-    summary = _with_progress(options)
-    assert summary.appended == 2
+    summary = crawl(options)
+    lines = summary_table(summary)
+    assert lines[0].split() == ["NAME", "STATUS", "SECS", "TOOLS", "PACKAGE", "REASON"]
+    assert lines[-2].startswith("source registry failed: ")
+    assert lines[-1].startswith("crawled 0 of 0 server(s) in ")

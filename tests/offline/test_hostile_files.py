@@ -125,6 +125,7 @@ COMMANDS: list[tuple[str, Argv]] = [
             f,
             "--source",
             "config",
+            "--json",
         ],
     ),
 ]

@@ -105,7 +105,7 @@ def test_every_json_command_on_a_hostile_fixture(tmp_path: Path) -> None:
     assert keygen.exit == 0, keygen
     vkey = keygen.stdout.strip().splitlines()[-1]
     crawl = ["log", "crawl", "--log", "log", "--key", "key", "--servers", "servers.json"]
-    run("crawl", [*crawl, "--source", "config"])
+    run("crawl", [*crawl, "--source", "config", "--json"])
     run("log verify", ["log", "verify", "--json", "--log", "log", "--vkey", vkey])
 
     # The hostile values are all there, escaped in the text, intact once parsed.

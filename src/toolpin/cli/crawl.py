@@ -1,19 +1,23 @@
 """``toolpin log crawl``: discover servers, probe them safely, append what changed.
 
-Light at import: only ``click`` here; the crawler (``httpx2``, ``rich``, the log engine) is
-imported inside the command.
+Output: one progress line per server on stderr as its probe starts and ends; on stdout a
+table (one row per server: name, status, seconds, tools, package, reason) whose last line is
+the summary, or the JSON summary with ``--json``. Server-written text (names, stderr hints)
+is shown through :func:`toolpin.core.render.visible`; ``--json`` is ASCII-only.
+
+Light at import: only ``click`` here; the crawler (``httpx2``, the log engine) is imported
+inside the command.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
-    from toolpin.crawl.runner import CrawlEvent, CrawlOptions, CrawlSummary
+    from toolpin.crawl.runner import CrawlEvent, CrawlSummary, ServerResult
 
 SOURCE_CHOICES = ("config", "registry", "npm", "github")
 
@@ -64,14 +68,29 @@ SOURCE_CHOICES = ("config", "registry", "npm", "github")
     type=click.FloatRange(min=0.1),
     default=30.0,
     show_default=True,
-    help="Seconds allowed for each probe.",
+    help="Seconds allowed for each probe, from the server's start.",
+)
+@click.option(
+    "--install-timeout",
+    type=click.FloatRange(min=0.1),
+    default=300.0,
+    show_default=True,
+    help="Seconds allowed for installing one server's package.",
 )
 @click.option(
     "--state",
     "state_file",
     default=None,
-    help="Crawl state file (default: crawl-state.sqlite next to the log directory).",
+    help="Crawl state file (default: <log name>.crawl-state.sqlite next to the log directory).",
 )
+@click.option(
+    "--cache-dir",
+    "cache_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Shared package caches (default: $TOOLPIN_HOME/crawl-cache).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--full", is_flag=True, help="Ignore the registry's updated_since mark.")
 @click.option(
     "--wait",
@@ -91,11 +110,15 @@ def crawl_cmd(
     allow_exec: bool,
     allow_private: bool,
     timeout: float,
+    install_timeout: float,
     state_file: str | None,
+    cache_dir: str | None,
+    as_json: bool,
     full: bool,
     lock_timeout: float,
 ) -> int:
-    """Crawl MCP servers and log every new or changed surface (prints a JSON summary).
+    """Crawl MCP servers and log every new or changed surface (prints a table per server,
+    or the JSON summary with --json).
 
     A server's failure is recorded in crawl state and never stops the crawl. Names in
     OPTOUT.txt (log directory or working directory) are never probed.
@@ -120,46 +143,97 @@ def crawl_cmd(
         allow_exec=allow_exec,
         policy=AddressPolicy(allow_private=allow_private),
         timeout=timeout,
+        install_timeout=install_timeout,
         state_path=Path(state_file) if state_file else None,
+        cache_dir=Path(cache_dir) if cache_dir else None,
         full=full,
         lock_timeout=lock_timeout,
     )
-    summary = _with_progress(options) if sys.stderr.isatty() else crawl(options)
-    from toolpin.core.render import safe_json
+    summary = crawl(options, _progress_line)
+    if as_json:
+        from toolpin.core.render import safe_json
 
-    click.echo(safe_json(summary.to_json()))
+        click.echo(safe_json(summary.to_json()))
+    else:
+        click.echo("\n".join(summary_table(summary)))
     return 0
 
 
-def _with_progress(options: CrawlOptions) -> CrawlSummary:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+def _progress_line(event: CrawlEvent) -> None:
+    """One stderr line per event that names a server (and per source, and the signing)."""
     from toolpin.core.render import clip, visible
-    from toolpin.crawl.runner import crawl
 
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("discovering", total=None)
+    name = clip(visible(event.name or ""), 60)
+    if event.kind == "source":
+        line = f"source {event.detail}: {event.total} candidate(s)"
+        if event.status:
+            line += f" (failed: {visible(event.status)})"
+    elif event.kind == "start":
+        line = f"probing {event.total} server(s)"
+    elif event.kind == "probe":
+        line = f"[{event.done}/{event.total}] probing {name}"
+    elif event.kind == "done":
+        took = f" ({event.seconds:.1f}s)" if event.seconds is not None else ""
+        reason = f": {clip(visible(event.detail), 160)}" if event.detail else ""
+        line = f"[{event.done}/{event.total}] {event.status} {name}{took}{reason}"
+    else:
+        line = f"signing {event.total} new entr{'y' if event.total == 1 else 'ies'}"
+    click.echo(line, err=True)
 
-        def on_event(event: CrawlEvent) -> None:
-            if event.kind == "source":
-                bar.console.print(
-                    f"source {event.detail}: {event.total} candidate(s)", markup=False
-                )
-            elif event.kind == "start":
-                bar.update(task, description="probing", total=event.total, completed=0)
-            elif event.kind == "done":
-                name = clip(visible(event.name or ""), 40)
-                bar.update(task, completed=event.done, description=f"{event.status:<7} {name}")
-            elif event.kind == "append":
-                bar.update(task, description=f"signing {event.total} new entries")
 
-        return crawl(options, on_event)
+def _package_label(result: ServerResult) -> str:
+    package = result.package
+    if package is None:
+        return "-"
+    from toolpin.core.render import visible
+
+    label = package.name if package.version is None else f"{package.name}@{package.version}"
+    return visible(label if package.ecosystem != "oci" else package.name)
+
+
+def _reason(result: ServerResult) -> str:
+    from toolpin.core.render import clip, visible
+
+    parts = []
+    if result.reason:
+        text = visible(result.reason)
+        if result.status == "failed" and result.hint:
+            text += f" — {result.hint}"
+        parts.append(text)
+    if result.note:
+        parts.append(f"package {visible(result.note)}")
+    return clip("; ".join(parts), 300)
+
+
+def summary_table(summary: CrawlSummary) -> list[str]:
+    """The human output: a header, one row per server, and the summary line last."""
+    from toolpin.core.render import clip, visible
+
+    rows = [("NAME", "STATUS", "SECS", "TOOLS", "PACKAGE", "REASON")]
+    for result in summary.results:
+        obs = result.observation
+        tools = obs.snapshot.counts().get("tools") if obs is not None else None
+        rows.append(
+            (
+                clip(visible(result.candidate.name), 40),
+                result.status,
+                f"{result.seconds:.1f}",
+                "-" if tools is None else str(tools),
+                clip(_package_label(result), 60),
+                _reason(result),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = []
+    for row in rows:
+        cells = [
+            row[i].rjust(widths[i]) if i in (2, 3) else row[i].ljust(widths[i]) for i in range(5)
+        ]
+        lines.append("  ".join([*cells, row[5]]).rstrip())
+    lines.extend(
+        f"source {report.source} failed: {visible(report.error)}"
+        for report in summary.sources
+        if report.error
+    )
+    lines.append(summary.summary_line())
+    return lines

@@ -133,19 +133,33 @@ def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
 
 @log_group.command("prove")
 @click.option("--log", "log_dir", required=True, help="The log directory.")
-@click.option("--entry", "index", required=True, type=click.IntRange(min=0), help="Entry index.")
+@click.option("--entry", "index", default=None, type=click.IntRange(min=0), help="Entry index.")
+@click.option(
+    "--since",
+    "since",
+    default=None,
+    help="An older checkpoint file you kept: print a consistency proof from it instead.",
+)
 @click.option("--vkey", default=None, help=VKEY_HELP + " Checks the checkpoint first.")
-def prove(log_dir: str, index: int, vkey: str | None) -> int:
-    """Print the C2SP tlog-proof of entry N (offline-verifiable with verify-proof)."""
-    from toolpin.publog.proof import make_proof
+def prove(log_dir: str, index: int | None, since: str | None, vkey: str | None) -> int:
+    """Print the C2SP tlog-proof of entry N (--entry), or a consistency proof from an
+    older checkpoint to the current one (--since); both check with verify-proof."""
+    from toolpin.publog.proof import make_consistency_proof, make_proof
     from toolpin.publog.tiles import TileLog
 
+    if (index is None) == (since is None):
+        raise click.UsageError("give exactly one of --entry and --since")
     verifier = _verifier(vkey) if vkey else None
+    old_note = _read_text(since, "the kept checkpoint") if since is not None else None
     if not Path(log_dir).is_dir():
         raise InputError(f"the log directory {log_dir} does not exist")
     log = TileLog.open(log_dir, verifier)
     if log.checkpoint is None:
         raise LogError(f"{log_dir} has no checkpoint")
+    if old_note is not None:
+        click.echo(make_consistency_proof(log, old_note, verifier=verifier), nl=False)
+        return 0
+    assert index is not None
     click.echo(make_proof(log, index, verifier=verifier), nl=False)
     return 0
 
@@ -155,17 +169,43 @@ def prove(log_dir: str, index: int, vkey: str | None) -> int:
 @click.option("--proof", "proof_file", required=True, help="The tlog-proof file.")
 @click.option("--entry-file", default=None, help="The entry's exact bytes.")
 @click.option("--log", "log_dir", default=None, help="Read the entry from this log directory.")
+@click.option(
+    "--since",
+    "since",
+    default=None,
+    help="For a consistency proof: the older checkpoint you kept (must be the proof's).",
+)
 def verify_proof_cmd(
-    vkey: str, proof_file: str, entry_file: str | None, log_dir: str | None
+    vkey: str, proof_file: str, entry_file: str | None, log_dir: str | None, since: str | None
 ) -> int:
-    """Check a tlog-proof offline against the pinned key and the entry."""
-    from toolpin.publog.proof import parse_proof, verify_proof
+    """Check a tlog-proof (inclusion) or a consistency proof offline against the pinned key."""
+    from toolpin.publog.proof import (
+        is_consistency_proof,
+        parse_proof,
+        verify_consistency_proof,
+        verify_proof,
+    )
     from toolpin.publog.tiles import TileLog
 
-    if (entry_file is None) == (log_dir is None):
-        raise click.UsageError("give exactly one of --entry-file and --log")
     verifier = _verifier(vkey)
     text = _read_text(proof_file, "the proof file")
+    if is_consistency_proof(text):
+        if entry_file is not None or log_dir is not None:
+            raise click.UsageError("a consistency proof takes no --entry-file or --log")
+        kept = _read_text(since, "the kept checkpoint") if since is not None else None
+        try:
+            old, new = verify_consistency_proof(text, verifier, kept=kept)
+        except LogError as exc:
+            click.echo(f"FAILED: {exc.message}")
+            return 1
+        click.echo(
+            f"ok: {new.origin} at tree size {new.size} is consistent with tree size {old.size}"
+        )
+        return 0
+    if since is not None:
+        raise click.UsageError("--since applies to consistency proofs only")
+    if (entry_file is None) == (log_dir is None):
+        raise click.UsageError("give exactly one of --entry-file and --log")
     if entry_file is not None:
         from toolpin.util.fs import read_input
 

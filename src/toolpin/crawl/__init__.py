@@ -6,6 +6,10 @@ Modules (each small, each importable on its own; nothing heavy at import time he
     sources      discovery: client config, official MCP registry, npm search, GitHub topic
     optout       OPTOUT.txt (names, case-insensitive, # comments)
     sandbox      minimal environment, the placeholder-credential rule
+    hostconfig   the user's package set-up (npmrc, pip/uv config, CA and proxy variables)
+    caches       package caches shared across probes and crawls
+    identity     a config entry's package: resolved, pinned, installed before the probe
+    hint         a short, sanitised tail of a failing tool's stderr
     stdio        sandboxed stdio probe (toolpin.probe.probe_stdio + a bounded stderr tail)
     install      npm / PyPI package install into a scratch prefix (--allow-exec only)
     ssrf         the SSRF guard: URL checks, connect-time address checks, redirects
@@ -22,5 +26,5 @@ Typical use (what ``toolpin log crawl`` does)::
 
     summary = crawl(CrawlOptions(log_dir=Path("public-log"), signer=load_signer("log.key"),
                                  sources=("config",), servers_config=Path("servers.json")))
-    print(summary.to_json())
+    print(summary.summary_line())
 """

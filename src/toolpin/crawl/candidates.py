@@ -68,6 +68,9 @@ class PackageCoords:
     version: str | None = None
     digest: str | None = None
     """npm ``dist.integrity``, a wheel's ``sha256:<hex>``, an OCI digest, when known."""
+    files: tuple[tuple[str, str], ...] = ()
+    """PyPI: ``(filename, sha256 hex)`` of every file of the release, as the registry
+    lists them (a config's ``uvx`` entry may run any of them)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ecosystem": self.ecosystem, "name": self.name}
@@ -75,7 +78,13 @@ class PackageCoords:
             out["version"] = self.version
         if self.digest is not None:
             out["digest"] = self.digest
+        if self.files:
+            out["files"] = [{"filename": f, "sha256": h} for f, h in self.files]
         return out
+
+    def identity(self) -> tuple[str | None, str | None, tuple[tuple[str, str], ...]]:
+        """What a package change is judged by: version, digest and files."""
+        return (self.version, self.digest, self.files)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PackageCoords:
@@ -83,11 +92,19 @@ class PackageCoords:
             value = data.get(key)
             return value if isinstance(value, str) else None
 
+        files: list[tuple[str, str]] = []
+        raw = data.get("files")
+        for item in raw if isinstance(raw, list) else []:
+            if isinstance(item, dict):
+                filename, sha = item.get("filename"), item.get("sha256")
+                if isinstance(filename, str) and isinstance(sha, str):
+                    files.append((filename, sha))
         return cls(
             ecosystem=text("ecosystem") or "unknown",
             name=text("name") or "",
             version=text("version"),
             digest=text("digest"),
+            files=tuple(files),
         )
 
 

@@ -3,8 +3,11 @@ scripts, and say how to start it. Only with ``--allow-exec``: installing and sta
 package found in a public listing runs a stranger's code (in the probe sandbox).
 
 * npm: ``npm install --ignore-scripts --no-audit --no-fund --prefix <scratch>/pkg
-  <name>@<version>`` (``--registry $TOOLPIN_NPM_REGISTRY`` when set; a private npm cache
-  in the scratch directory). The server is the package's declared ``bin`` (the one named
+  <name>@<version>`` (``--registry $TOOLPIN_NPM_REGISTRY`` when set), with the user's
+  ``--userconfig`` and ``--globalconfig`` named explicitly (``--prefix`` would otherwise
+  stop npm reading the global npmrc and the ``cafile`` it names), the project ``.npmrc``
+  of the crawl's directory copied into the prefix, and the shared download cache
+  (:mod:`toolpin.crawl.caches`). The server is the package's declared ``bin`` (the one named
   like the package, or the only one, or the first by name), else its ``main``, run with
   ``node``. The installed version and the lockfile's ``integrity`` are recorded.
 * PyPI: ``python -m pip install --only-binary=:all: --target <scratch>/site
@@ -13,9 +16,11 @@ package found in a public listing runs a stranger's code (in the probe sandbox).
   server is the package's console script named like the package (or the only one), run
   with this Python and ``PYTHONPATH`` set to the target.
 
-Installs are serialised (:data:`INSTALL_LOCK`): npm's cache is not safe in parallel, and
-installs are the heavy part of a probe. Each install runs in its own process group,
-killed on timeout.
+Installs run in parallel (as many as the crawl's ``--concurrency``): each has its own
+prefix and private npm cache directory; only the content-addressed stores are shared. Each
+install runs in its own process group, killed after ``--install-timeout`` seconds, and its
+stderr is kept (the last :data:`STDERR_KEEP_BYTES`) so a failure says why
+(:func:`toolpin.crawl.hint.stderr_hint`).
 """
 
 from __future__ import annotations
@@ -25,20 +30,24 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
-import threading
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from toolpin.crawl.caches import SharedCaches
 from toolpin.crawl.candidates import PackageCoords
+from toolpin.crawl.hint import InstallFailed, stderr_hint
+from toolpin.crawl.hostconfig import HostSetup
 from toolpin.errors import PackageError
 
-INSTALL_LOCK: Final = threading.Lock()
 DEFAULT_INSTALL_TIMEOUT: Final = 300.0
+STDERR_KEEP_BYTES: Final = 16 << 10
 _NPM_NAME: Final = re.compile(r"(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*")
 _PYPI_NAME: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _VERSION: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}")
@@ -53,25 +62,42 @@ class Installed:
     package: PackageCoords
 
 
-def _run(cmd: Sequence[str], *, env: Mapping[str, str], cwd: Path, timeout: float) -> int:
-    proc = subprocess.Popen(
-        list(cmd),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=dict(env),
-        cwd=cwd,
-        start_new_session=True,
-    )
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise PackageError(f"the install did not finish within {timeout:g}s") from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
+def run_install_step(
+    cmd: Sequence[str], *, env: Mapping[str, str], cwd: Path, timeout: float, what: str
+) -> None:
+    """Run one installer command; :class:`InstallFailed` (with the stderr hint) when it
+    fails or runs out of time, :class:`PackageError` when the program is missing."""
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                list(cmd),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env=dict(env),
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise PackageError(f"{what.split()[0]} is not installed") from None
+        code: int | None = None
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        if code == 0:
+            return
+        size = err.seek(0, os.SEEK_END)
+        err.seek(max(0, size - STDERR_KEEP_BYTES))
+        hint = stderr_hint(err.read().decode("utf-8", "replace"))
+    if code is None:
+        raise InstallFailed(f"{what} did not finish within {timeout:g}s", hint=hint)
+    raise InstallFailed(f"{what} failed (exit code {code})", hint=hint)
 
 
 def _inside(base: Path, relative: str) -> Path:
@@ -97,6 +123,8 @@ def install_npm(
     env: Mapping[str, str],
     timeout: float = DEFAULT_INSTALL_TIMEOUT,
     registry: str | None = None,
+    setup: HostSetup | None = None,
+    caches: SharedCaches | None = None,
 ) -> Installed:
     """Install an npm package; see the module doc."""
     if not _NPM_NAME.fullmatch(coords.name):
@@ -117,18 +145,16 @@ def install_npm(
         "--prefix",
         str(prefix),
         "--cache",
-        str(scratch / "npm-cache"),
+        str(caches.npm_cache_for(scratch) if caches else scratch / "npm-cache"),
     ]
+    if setup is not None:
+        cmd += setup.npm_install_flags()
+        if setup.npm_projectconfig is not None:
+            shutil.copyfile(setup.npm_projectconfig, prefix / ".npmrc")
     if registry:
         cmd += ["--registry", registry]
     cmd += ["--", spec]
-    with INSTALL_LOCK:
-        try:
-            code = _run(cmd, env=env, cwd=prefix, timeout=timeout)
-        except FileNotFoundError:
-            raise PackageError("npm is not installed") from None
-    if code != 0:
-        raise PackageError(f"npm install failed (exit code {code})")
+    run_install_step(cmd, env=env, cwd=prefix, timeout=timeout, what="npm install")
     package_dir = prefix / "node_modules" / coords.name
     manifest = _read_json(package_dir / "package.json")
     if not isinstance(manifest, dict):
@@ -195,7 +221,6 @@ def install_pypi(
         "--disable-pip-version-check",
         "--no-input",
         "--only-binary=:all:",
-        "--no-cache-dir",
         "--target",
         str(target),
         "--report",
@@ -204,10 +229,7 @@ def install_pypi(
     if index:
         cmd += ["--index-url", index.rstrip("/") + "/simple"]
     cmd += [spec]
-    with INSTALL_LOCK:
-        code = _run(cmd, env=env, cwd=scratch, timeout=timeout)
-    if code != 0:
-        raise PackageError(f"pip install failed (exit code {code})")
+    run_install_step(cmd, env=env, cwd=scratch, timeout=timeout, what="pip install")
     wanted = _normalise(coords.name)
     version, digest = coords.version, None
     data = _read_json(report)
@@ -266,13 +288,23 @@ def install(
     env: Mapping[str, str],
     timeout: float = DEFAULT_INSTALL_TIMEOUT,
     environ: Mapping[str, str] | None = None,
+    setup: HostSetup | None = None,
+    caches: SharedCaches | None = None,
 ) -> Installed:
     """Install ``coords`` (npm or PyPI) into ``scratch``; registry URLs come from
-    ``TOOLPIN_NPM_REGISTRY`` / ``TOOLPIN_PYPI_URL`` in ``environ`` (default: ours)."""
+    ``TOOLPIN_NPM_REGISTRY`` / ``TOOLPIN_PYPI_URL`` in ``environ`` (default: ours).
+    ``env`` is the installer's environment (the caller adds ``setup``'s variables and the
+    ``caches`` environment); ``setup`` adds npm's configuration files."""
     where = os.environ if environ is None else environ
     if coords.ecosystem == "npm":
         return install_npm(
-            coords, scratch, env=env, timeout=timeout, registry=where.get("TOOLPIN_NPM_REGISTRY")
+            coords,
+            scratch,
+            env=env,
+            timeout=timeout,
+            registry=where.get("TOOLPIN_NPM_REGISTRY"),
+            setup=setup,
+            caches=caches,
         )
     if coords.ecosystem == "pypi":
         return install_pypi(

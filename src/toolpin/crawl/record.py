@@ -5,6 +5,7 @@ An entry is the RFC 8785 form of::
     {
       "type": "toolpin/observation", "v": 1,
       "server": {"id", "name", "source", "transport", "url"?, "package"?},
+      "change": "new" | "definitions" | "package",   # why this entry was made (optional)
       "observedAt": "2026-11-30T04:05:51Z",
       "protocol": {"era": "modern" | "handshake", "version": "2026-07-28" | null},
       "digests": {"surface", "tools", "prompts", "resources", "resourceTemplates",
@@ -16,6 +17,14 @@ An entry is the RFC 8785 form of::
       "probeEnv": {"supplied": [...], "placeholders": [...]}?,   # variable names only
       "blob": "sha256:<hex>"                   # the full definitions (see below)
     }
+
+``server.package`` is ``{"ecosystem", "name", "version"?, "digest"?, "files"?}``: the exact
+release a package candidate was installed at, or the one a config entry (``npx``, ``uvx``,
+``pipx run``, ``docker run image@sha256:...``) was resolved and pinned to; ``files`` is a
+PyPI release's ``[{"filename", "sha256"}]``. ``change`` says why the entry exists: a server
+seen for the first time, a changed surface (``definitions``), or the same surface served by
+another release (``package``: version or digest changed, definitions did not). Entries
+written before ``change`` existed have none and read as ``new`` / ``definitions``.
 
 ``digests.surface`` is :meth:`toolpin.core.snapshot.Snapshot.surface_hash`; the per-kind
 digests are the hash spec's set hashes and the instructions hash. The blob holds the
@@ -33,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from toolpin.core.snapshot import KINDS, Snapshot
 from toolpin.crawl.candidates import (
@@ -47,6 +56,8 @@ from toolpin.crawl.candidates import (
 RECORD_TYPE: Final = "toolpin/observation"
 RECORD_VERSION: Final = 1
 MAX_INFO_CHARS: Final = 256
+Change = Literal["new", "definitions", "package"]
+CHANGES: Final = ("new", "definitions", "package")
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,7 @@ def observation_record(
     previous: int | None,
     blob: str,
     previous_look: str | None = None,
+    change: Change | None = None,
 ) -> dict[str, Any]:
     """The record of ``observation`` (pass it to :func:`toolpin.publog.encode_entry`)."""
     snap = observation.snapshot
@@ -101,6 +113,11 @@ def observation_record(
             k: clip(v, MAX_NAME_CHARS) if isinstance(v, str) else v
             for k, v in package.to_json().items()
         }
+        if "files" in server["package"]:
+            server["package"]["files"] = [
+                {"filename": clip(f["filename"], MAX_NAME_CHARS), "sha256": f["sha256"]}
+                for f in server["package"]["files"]
+            ]
     digests: dict[str, str | None] = {"surface": snap.surface_hash()}
     for kind in KINDS:
         listing = snap.listing(kind)
@@ -110,6 +127,7 @@ def observation_record(
         "type": RECORD_TYPE,
         "v": RECORD_VERSION,
         "server": server,
+        **({"change": change} if change is not None else {}),
         "observedAt": observation.observed_at,
         "protocol": {"era": observation.era, "version": observation.protocol_version},
         "digests": digests,
@@ -143,6 +161,8 @@ class LoggedObservation:
     surface: str
     observed_at: str
     tool_count: int | None
+    package: PackageCoords | None = None
+    change: str | None = None
 
 
 def read_record(value: Mapping[str, Any]) -> LoggedObservation | None:
@@ -160,6 +180,8 @@ def read_record(value: Mapping[str, Any]) -> LoggedObservation | None:
     name, source, transport = server.get("name"), server.get("source"), server.get("transport")
     counts = value.get("counts")
     tools = counts.get("tools") if isinstance(counts, dict) else None
+    package = server.get("package")
+    change = value.get("change")
     return LoggedObservation(
         server_id=server_id,
         name=name if isinstance(name, str) else "",
@@ -168,4 +190,6 @@ def read_record(value: Mapping[str, Any]) -> LoggedObservation | None:
         surface=surface,
         observed_at=observed,
         tool_count=tools if isinstance(tools, int) else None,
+        package=PackageCoords.from_json(package) if isinstance(package, dict) else None,
+        change=change if change in CHANGES else None,
     )

@@ -4,18 +4,30 @@ batch of change records under one signed checkpoint, update crawl state.
 * One crawl of a log at a time: a cross-process lock beside the log directory
   (``<parent>/.<log name>.crawl.lock``) serialises crawls (a second one waits up to
   ``lock_timeout`` seconds, then refuses).
-* A probe failure is recorded (with a fixed-text reason) in crawl state and never makes a
-  log entry; no failure of one server stops the crawl.
-* An entry is appended only for a server that is new or whose surface hash changed.
+* A probe failure is recorded (a fixed-text reason, plus a short sanitised hint of the
+  server's or installer's stderr) in crawl state and never makes a log entry; no failure
+  of one server stops the crawl.
+* An entry is appended only for a server that is new, whose surface hash changed, or
+  whose surface is unchanged but now served by another release (``change: package``; see
+  :mod:`toolpin.crawl.record`).
+* Probes run ``concurrency`` at a time, installs included; package downloads go through
+  the shared caches (:mod:`toolpin.crawl.caches`) with the user's package set-up
+  (:mod:`toolpin.crawl.hostconfig`). An install (a package candidate, or the install-only
+  form of a config's ``npx`` / ``uvx`` entry, :mod:`toolpin.crawl.identity`) has
+  ``install_timeout`` seconds; ``timeout`` counts from the server's start.
 * All new entries of a run go into one :meth:`~toolpin.publog.tiles.TileLog.append`
   (one signed checkpoint). Blobs are written first; the state is committed after the
   append, and a crash in between is repaired at the next run from the log itself
   (:func:`toolpin.crawl.state.reconcile`).
-* Progress goes through a callback (:class:`CrawlEvent`), called from the calling thread.
+* Progress goes through a callback (:class:`CrawlEvent`), called from the calling thread:
+  ``probe`` names each server as its probe starts, ``done`` as it finishes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
 import shutil
 import tempfile
 import time
@@ -25,10 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from toolpin.crawl.candidates import Candidate, Source
+from toolpin.crawl.caches import SharedCaches
+from toolpin.crawl.candidates import Candidate, PackageCoords, Source
+from toolpin.crawl.hint import hint_of
+from toolpin.crawl.hostconfig import HostSetup, host_setup
+from toolpin.crawl.install import DEFAULT_INSTALL_TIMEOUT
 from toolpin.crawl.limits import check_limits
 from toolpin.crawl.optout import apply_optout, load_optout
-from toolpin.crawl.record import Observation, definitions_blob, observation_record
+from toolpin.crawl.record import Change, Observation, definitions_blob, observation_record
 from toolpin.crawl.sandbox import sandbox_env
 from toolpin.crawl.sources import Discovery, SourceReport, discover
 from toolpin.crawl.state import CrawlState, reconcile
@@ -40,14 +56,36 @@ from toolpin.util.clock import utc_now
 DEFAULT_CONCURRENCY: Final = 4
 DEFAULT_TIMEOUT: Final = 30.0
 DEFAULT_LOCK_TIMEOUT: Final = 600.0
-STATE_FILE: Final = "crawl-state.sqlite"
+_NPM_RUNNERS: Final = frozenset({"npx", "npm", "pnpm", "yarn", "bunx", "bun"})
+STATE_SUFFIX: Final = ".crawl-state.sqlite"
+LEGACY_STATE_FILE: Final = "crawl-state.sqlite"
 
-Status = Literal["new", "changed", "unchanged", "failed", "skipped"]
+Status = Literal["new", "changed", "package-changed", "unchanged", "failed", "skipped"]
 
 
 def default_state_path(log_dir: Path) -> Path:
-    """``<log>/../crawl-state.sqlite``."""
-    return log_dir.resolve().parent / STATE_FILE
+    """``<parent>/<log name>.crawl-state.sqlite``: named after the log directory, so two
+    logs in one folder each have their own state."""
+    resolved = log_dir.resolve()
+    return resolved.parent / f"{resolved.name}{STATE_SUFFIX}"
+
+
+def state_path_for(log_dir: Path, origin: str) -> Path:
+    """The default state file of ``log_dir``; a state written by an earlier version
+    (``crawl-state.sqlite`` next to the log) is kept when it belongs to this log's
+    ``origin`` and the named file does not exist yet."""
+    named = default_state_path(log_dir)
+    legacy = named.parent / LEGACY_STATE_FILE
+    if named.exists() or not legacy.is_file():
+        return named
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"{legacy.as_uri()}?mode=ro", uri=True)) as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'origin'").fetchone()
+    except sqlite3.Error:
+        return named
+    return legacy if row is not None and row[0] == origin else named
 
 
 def crawl_lock_path(log_dir: Path) -> Path:
@@ -68,7 +106,9 @@ class CrawlOptions:
     allow_exec: bool = False
     policy: AddressPolicy = field(default_factory=AddressPolicy)
     timeout: float = DEFAULT_TIMEOUT
-    install_timeout: float = 300.0
+    """Seconds for one probe conversation, counted from the server's start."""
+    install_timeout: float = DEFAULT_INSTALL_TIMEOUT
+    """Seconds for one install (a package candidate, or a config entry's install-only run)."""
     state_path: Path | None = None
     full: bool = False
     """Ignore the registry's ``updated_since`` mark and list everything."""
@@ -76,21 +116,27 @@ class CrawlOptions:
     optout_dirs: tuple[Path, ...] | None = None
     """Where ``OPTOUT.txt`` is read (default: the log directory and the working directory)."""
     environ: Mapping[str, str] | None = None
+    cache_dir: Path | None = None
+    """The shared package caches (default ``$TOOLPIN_HOME/crawl-cache``)."""
+    identify_packages: bool = True
+    """Resolve and pin the package a config entry runs (:mod:`toolpin.crawl.identity`)."""
 
 
 @dataclass(frozen=True)
 class CrawlEvent:
     """A progress report: ``kind`` is ``source`` (a discovery source finished),
-    ``start`` (probing begins; ``total`` known), ``done`` (one server finished, ``status``
-    says how) or ``append`` (the batch is being signed)."""
+    ``start`` (probing begins; ``total`` known), ``probe`` (a server's probe starts),
+    ``done`` (one server finished, ``status`` says how) or ``append`` (the batch is being
+    signed)."""
 
-    kind: Literal["source", "start", "done", "append"]
+    kind: Literal["source", "start", "probe", "done", "append"]
     done: int = 0
     total: int = 0
     server_id: str | None = None
     name: str | None = None
     status: str | None = None
     detail: str | None = None
+    seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +149,30 @@ class ServerResult:
     entry: int | None = None
     seconds: float = 0.0
     observation: Observation | None = field(default=None, repr=False)
+    hint: str | None = None
+    """The server's or installer's stderr tail (sanitised) when it failed."""
+    probed_at: str | None = None
+    package: PackageCoords | None = None
+    note: str | None = None
+    """Why a config entry's package version is not recorded (fixed text), when it is not."""
+
+    def to_json(self) -> dict[str, Any]:
+        obs = self.observation
+        tools = obs.snapshot.counts().get("tools") if obs is not None else None
+        return {
+            "id": self.candidate.id,
+            "name": self.candidate.name,
+            "source": self.candidate.source,
+            "status": self.status,
+            "reason": self.reason,
+            "hint": self.hint,
+            "seconds": round(self.seconds, 1),
+            "tools": tools,
+            "package": self.package.to_json() if self.package is not None else None,
+            "note": self.note,
+            "entry": self.entry,
+            "probed_at": self.probed_at,
+        }
 
 
 @dataclass(frozen=True)
@@ -129,19 +199,39 @@ class CrawlSummary:
             "duration_s": round(self.duration_s, 3),
             "candidates": self.candidates,
             "opted_out": self.opted_out,
-            "probed": self.count("new", "changed", "unchanged", "failed"),
-            "ok": self.count("new", "changed", "unchanged"),
+            "probed": self.count("new", "changed", "package-changed", "unchanged", "failed"),
+            "ok": self.count("new", "changed", "package-changed", "unchanged"),
             "failed": self.count("failed"),
             "skipped": self.count("skipped"),
             "new": self.count("new"),
             "changed": self.count("changed"),
+            "package_changed": self.count("package-changed"),
             "unchanged": self.count("unchanged"),
             "appended": self.appended,
             "log_size": self.log_size,
             "sources": {
                 r.source: {"candidates": r.candidates, "error": r.error} for r in self.sources
             },
+            "servers": [r.to_json() for r in self.results],
         }
+
+    def summary_line(self) -> str:
+        """One line: what the run did (the last line the CLI prints)."""
+        parts = [f"{self.count('new')} new", f"{self.count('changed')} changed"]
+        if self.count("package-changed"):
+            parts.append(f"{self.count('package-changed')} package changed")
+        parts += [
+            f"{self.count('unchanged')} unchanged",
+            f"{self.count('failed')} failed",
+            f"{self.count('skipped')} skipped",
+        ]
+        if self.opted_out:
+            parts.append(f"{self.opted_out} opted out")
+        return (
+            f"crawled {len(self.results)} of {self.candidates} server(s) in "
+            f"{self.duration_s:.1f}s: {', '.join(parts)}; appended {self.appended}, "
+            f"log size {self.log_size}"
+        )
 
 
 # ------------------------------------------------------------------------------ probing
@@ -154,13 +244,50 @@ class _Outcome:
     reason: str | None
     skipped: bool
     seconds: float
+    probed_at: str | None = None
+    hint: str | None = None
+    package: PackageCoords | None = None
+    note: str | None = None
 
 
-def _probe_candidate(candidate: Candidate, opts: CrawlOptions, scratch_root: Path) -> _Outcome:
+@dataclass(frozen=True)
+class _Context:
+    scratch_root: Path
+    caches: SharedCaches
+    setup: HostSetup
+    environ: Mapping[str, str]
+
+
+@dataclass
+class _Found:
+    """What a stdio probe learnt beyond the observation (filled as it goes)."""
+
+    package: PackageCoords | None = None
+    note: str | None = None
+
+
+def _probe_candidate(candidate: Candidate, opts: CrawlOptions, ctx: _Context) -> _Outcome:
     started = time.monotonic()
+    probed_at = utc_now()
+    found = _Found()
 
-    def done(obs: Observation | None, reason: str | None, skipped: bool = False) -> _Outcome:
-        return _Outcome(candidate, obs, reason, skipped, time.monotonic() - started)
+    def done(
+        obs: Observation | None,
+        reason: str | None,
+        skipped: bool = False,
+        hint: str | None = None,
+    ) -> _Outcome:
+        return _Outcome(
+            candidate,
+            obs,
+            reason,
+            skipped,
+            time.monotonic() - started,
+            None if skipped else probed_at,
+            hint,
+            obs.package if obs is not None and obs.package is not None else found.package,
+            found.note,
+        )
 
     if candidate.skip_reason is not None or candidate.transport == "unknown":
         return done(None, candidate.skip_reason or "no way to reach it is known", True)
@@ -176,41 +303,109 @@ def _probe_candidate(candidate: Candidate, opts: CrawlOptions, scratch_root: Pat
             return done(
                 Observation(result.snapshot, result.era, result.protocol_version, utc_now()), None
             )
-        return done(_probe_stdio_candidate(candidate, opts, scratch_root), None)
+        return done(_probe_stdio_candidate(candidate, opts, ctx, found), None)
     except ToolpinError as exc:
-        return done(None, exc.message)
+        return done(None, exc.message, hint=hint_of(exc))
     except Exception as exc:  # one server never stops the crawl
         return done(None, f"internal error while probing ({type(exc).__name__})")
 
 
+_Start = tuple[Sequence[str], dict[str, str], str | None, PackageCoords | None]
+"""How to start a server: argv, environment, working directory, and its package."""
+
+
+def _start_config_server(
+    candidate: Candidate,
+    opts: CrawlOptions,
+    ctx: _Context,
+    home: Path,
+    scratch: Path,
+    found: _Found,
+) -> _Start:
+    """A local config's server: its package resolved and pinned, installed first."""
+    argv: Sequence[str] = candidate.argv
+    prefetch = None
+    package = None
+    if opts.identify_packages:
+        from toolpin.crawl.identity import identify
+
+        identity = identify(
+            candidate.argv,
+            where=Path(candidate.cwd) if candidate.cwd else None,
+            env={**ctx.environ, **candidate.env},
+        )
+        if identity is not None:
+            argv, prefetch, package = identity.argv, identity.prefetch, identity.coords
+            found.package, found.note = identity.coords, identity.note
+    from toolpin.packages import runner_name
+
+    npm = runner_name(argv[0]) in _NPM_RUNNERS
+    env = sandbox_env(
+        home,
+        extra={
+            **ctx.setup.sandbox_variables(trusted=True, npm=npm),
+            **ctx.caches.probe_env(scratch, trusted=True),
+            **candidate.env,
+        },
+    )
+    if prefetch is not None:
+        from toolpin.crawl.install import run_install_step
+
+        with ctx.caches.lock_for(" ".join(prefetch)):
+            run_install_step(
+                prefetch,
+                env=env,
+                cwd=Path(candidate.cwd) if candidate.cwd else scratch,
+                timeout=opts.install_timeout,
+                what="installing the package",
+            )
+    return argv, env, candidate.cwd, package
+
+
+def _start_listed_package(
+    candidate: Candidate,
+    opts: CrawlOptions,
+    ctx: _Context,
+    home: Path,
+    scratch: Path,
+    found: _Found,
+) -> _Start:
+    """A package from a public listing: installed in ``scratch``, started without caches."""
+    from toolpin.crawl.install import install
+
+    assert candidate.package is not None
+    installer_env = sandbox_env(
+        home,
+        extra={
+            **ctx.setup.sandbox_variables(trusted=True),
+            **ctx.caches.probe_env(scratch, trusted=False),
+        },
+    )
+    installed = install(
+        candidate.package,
+        scratch,
+        env=installer_env,
+        timeout=opts.install_timeout,
+        environ=opts.environ,
+        setup=ctx.setup,
+        caches=ctx.caches,
+    )
+    found.package = installed.package
+    env = sandbox_env(home, extra={**ctx.setup.sandbox_variables(trusted=False), **installed.env})
+    return installed.argv, env, str(scratch), installed.package
+
+
 def _probe_stdio_candidate(
-    candidate: Candidate, opts: CrawlOptions, scratch_root: Path
+    candidate: Candidate, opts: CrawlOptions, ctx: _Context, found: _Found
 ) -> Observation:
     from toolpin.crawl.stdio import probe_sandboxed
 
-    scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=scratch_root))
+    scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=ctx.scratch_root))
     try:
         home = scratch / "home"
         home.mkdir(mode=0o700)
-        package = None
-        if candidate.argv:
-            argv: Sequence[str] = candidate.argv
-            env = sandbox_env(home, extra=candidate.env)
-            cwd = candidate.cwd
-        else:
-            from toolpin.crawl.install import install
-
-            assert candidate.package is not None
-            installed = install(
-                candidate.package,
-                scratch,
-                env=sandbox_env(home),
-                timeout=opts.install_timeout,
-                environ=opts.environ,
-            )
-            argv, package = installed.argv, installed.package
-            env = sandbox_env(home, extra=installed.env)
-            cwd = str(scratch)
+        start = _start_config_server if candidate.argv else _start_listed_package
+        argv, env, cwd, package = start(candidate, opts, ctx, home, scratch, found)
         outcome = probe_sandboxed(argv, env=env, cwd=cwd, timeout=opts.timeout)
         check_limits(outcome.result.snapshot)
         return Observation(
@@ -226,36 +421,45 @@ def _probe_stdio_candidate(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _status_word(outcome: _Outcome) -> str:
+    if outcome.skipped:
+        return "skipped"
+    return "failed" if outcome.observation is None else "ok"
+
+
 def probe_all(
     candidates: Sequence[Candidate],
     opts: CrawlOptions,
     progress: Callable[[CrawlEvent], None] | None = None,
 ) -> list[_Outcome]:
-    """Probe every candidate through a pool of ``opts.concurrency`` workers; outcomes come
-    back in candidate order. ``progress`` is called from this thread."""
+    """Probe every candidate, ``opts.concurrency`` at a time; outcomes come back in
+    candidate order. ``progress`` is called from this thread: ``probe`` as each probe
+    starts, ``done`` as it ends."""
     outcomes: dict[int, _Outcome] = {}
     total = len(candidates)
+    width = max(1, opts.concurrency)
+    environ = os.environ if opts.environ is None else opts.environ
+    setup = host_setup(environ)
+    caches = SharedCaches.at(opts.cache_dir)
     with tempfile.TemporaryDirectory(prefix="toolpin-crawl-") as scratch_dir:
-        scratch_root = Path(scratch_dir)
-        with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
-            futures: dict[Future[_Outcome], int] = {
-                pool.submit(_probe_candidate, c, opts, scratch_root): i
-                for i, c in enumerate(candidates)
-            }
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+        ctx = _Context(Path(scratch_dir), caches, setup, environ)
+        with ThreadPoolExecutor(max_workers=width) as pool:
+            queue = list(enumerate(candidates))
+            queue.reverse()
+            running: dict[Future[_Outcome], int] = {}
+            started = 0
+            while queue or running:
+                while queue and len(running) < width:
+                    index, candidate = queue.pop()
+                    started += 1
+                    if progress is not None:
+                        progress(CrawlEvent("probe", started, total, candidate.id, candidate.name))
+                    running[pool.submit(_probe_candidate, candidate, opts, ctx)] = index
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     outcome = future.result()
-                    outcomes[futures[future]] = outcome
+                    outcomes[running.pop(future)] = outcome
                     if progress is not None:
-                        status = (
-                            "skipped"
-                            if outcome.skipped
-                            else "failed"
-                            if outcome.observation is None
-                            else "ok"
-                        )
                         progress(
                             CrawlEvent(
                                 "done",
@@ -263,11 +467,36 @@ def probe_all(
                                 total,
                                 outcome.candidate.id,
                                 outcome.candidate.name,
-                                status,
+                                _status_word(outcome),
                                 outcome.reason,
+                                outcome.seconds,
                             )
                         )
     return [outcomes[i] for i in range(total)]
+
+
+def _result(outcome: _Outcome, status: Status, entry: int | None = None) -> ServerResult:
+    return ServerResult(
+        outcome.candidate,
+        status,
+        outcome.reason if outcome.observation is None else None,
+        entry,
+        outcome.seconds,
+        outcome.observation,
+        outcome.hint,
+        outcome.probed_at,
+        outcome.package,
+        outcome.note,
+    )
+
+
+def _package_changed(old: PackageCoords | None, new: PackageCoords | None) -> bool:
+    """A release change worth an entry: the new release is known exactly and differs."""
+    if new is None or new.version is None:
+        return False
+    if old is None:
+        return True
+    return (old.ecosystem, old.name, old.identity()) != (new.ecosystem, new.name, new.identity())
 
 
 # -------------------------------------------------------------------------------- crawl
@@ -281,7 +510,11 @@ def _select(
 
     def on_source(report: SourceReport) -> None:
         if progress is not None:
-            progress(CrawlEvent("source", detail=report.source, total=report.candidates))
+            progress(
+                CrawlEvent(
+                    "source", detail=report.source, total=report.candidates, status=report.error
+                )
+            )
 
     found = discover(
         opts.sources,
@@ -317,7 +550,7 @@ def crawl(opts: CrawlOptions, progress: Callable[[CrawlEvent], None] | None = No
         raise InputError(f"{log_dir} is not a directory")
     if not log_dir.resolve().parent.is_dir():
         raise InputError(f"the parent directory of {log_dir} does not exist")
-    state_path = opts.state_path or default_state_path(log_dir)
+    state_path = opts.state_path or state_path_for(log_dir, opts.signer.name)
     if state_path.resolve().is_relative_to(log_dir.resolve()):
         raise InputError(
             "the crawl state must not live inside the log directory (it would be published)"
@@ -362,12 +595,19 @@ def _crawl_locked(
             cand, obs = outcome.candidate, outcome.observation
             if obs is None:
                 status: Status = "skipped" if outcome.skipped else "failed"
-                results.append(ServerResult(cand, status, outcome.reason, None, outcome.seconds))
+                results.append(_result(outcome, status))
                 continue
             previous = state.get(cand.id)
+            change: Change
             if previous is not None and previous.surface_hash == obs.surface_hash:
-                results.append(ServerResult(cand, "unchanged", None, None, outcome.seconds, obs))
-                continue
+                if not _package_changed(previous.package, obs.package):
+                    results.append(_result(outcome, "unchanged"))
+                    continue
+                status, change = "package-changed", "package"
+            elif previous is None or previous.surface_hash is None:
+                status, change = "new", "new"
+            else:
+                status, change = "changed", "definitions"
             ref = blobs.put(definitions_blob(obs.snapshot))
             record = observation_record(
                 cand,
@@ -375,10 +615,10 @@ def _crawl_locked(
                 previous=previous.last_entry if previous else None,
                 blob=ref,
                 previous_look=previous.last_ok if previous and previous.surface_hash else None,
+                change=change,
             )
             entries.append(encode_entry(record))
-            status = "new" if previous is None or previous.surface_hash is None else "changed"
-            results.append(ServerResult(cand, status, None, len(entries) - 1, outcome.seconds, obs))
+            results.append(_result(outcome, status, len(entries) - 1))
 
         size = log.size
         if entries or log.checkpoint is None:
@@ -387,12 +627,7 @@ def _crawl_locked(
             size = log.append(entries, opts.signer).size
         first = size - len(entries)
         results = [
-            r
-            if r.entry is None
-            else ServerResult(
-                r.candidate, r.status, r.reason, first + r.entry, r.seconds, r.observation
-            )
-            for r in results
+            r if r.entry is None else dataclasses.replace(r, entry=first + r.entry) for r in results
         ]
         summary = CrawlSummary(
             ran_at=ran_at,
@@ -419,25 +654,29 @@ def _commit(
     with state.transaction():
         for result in summary.results:
             cand, obs = result.candidate, result.observation
-            when = obs.observed_at if obs is not None else ran_at
+            when = result.probed_at or ran_at
             state.seen(cand, when)
             tools = obs.snapshot.counts().get("tools") if obs is not None else None
             if result.status == "failed":
-                state.record_failure(cand.id, when, result.reason or "failed")
+                state.record_failure(cand.id, when, result.reason or "failed", result.hint)
             elif result.status == "skipped":
                 state.record_skip(cand.id, f"not probed: {result.reason}")
             elif result.status == "unchanged":
                 state.record_look(cand.id, when, tools)
             else:
                 assert obs is not None and result.entry is not None
-                state.record_change(cand.id, when, obs.surface_hash, result.entry, tools)
+                state.record_change(
+                    cand.id, when, obs.surface_hash, result.entry, tools, obs.package
+                )
         state.set_status(found.deleted, "deleted")
         state.set_status((c.id for c in dropped), "opted-out")
         registry = next((r for r in found.reports if r.source == "registry"), None)
         if registry is not None and registry.error is None and found.registry_high_water:
             state.set_meta("registry_updated_since", found.registry_high_water)
         state.set_meta("log_size", str(summary.log_size))
-        state.add_run(ran_at, summary.to_json())
+        run = summary.to_json()
+        del run["servers"]  # per server, the servers table holds it; runs stay small
+        state.add_run(ran_at, run)
 
 
 __all__ = [
@@ -448,4 +687,5 @@ __all__ = [
     "crawl",
     "default_state_path",
     "probe_all",
+    "state_path_for",
 ]

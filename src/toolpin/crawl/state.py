@@ -4,10 +4,13 @@ One row per server: where it was found (and a descriptor to probe it again witho
 re-discovering it), ``first_seen``, ``last_probe`` (any attempt), ``last_ok`` (the last good
 look), ``last_change`` and ``last_change_after`` (the last good look *before* the change:
 a change noticed after a gap is dated as the window between the two), ``last_error`` (fixed
-text), the current ``surface_hash`` and tool count, and ``last_entry`` (the log index of
-its latest entry, the next entry's continuity link). A ``meta`` table keeps the log origin
-the state belongs to, the log size it has seen and the registry's ``updated_since`` mark;
-``runs`` keeps each run's summary.
+text) and ``last_hint`` (the sanitised stderr tail of that failure, never logged), the
+current ``surface_hash`` and tool count, ``package`` (the release last logged, JSON, so a
+new release with the same surface is noticed), and ``last_entry`` (the log index of its
+latest entry, the next entry's continuity link). Schema 2 added ``package`` and
+``last_hint``; a schema-1 file is upgraded in place when opened. A ``meta`` table keeps
+the log origin the state belongs to, the log size it has seen and the registry's
+``updated_since`` mark; ``runs`` keeps each run's summary.
 
 The log is the source of truth: :func:`reconcile` replays entries the state has not seen
 (a crawl killed between the append and the state commit), and refuses a log that is
@@ -25,14 +28,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from toolpin.crawl.candidates import Candidate
+from toolpin.crawl.candidates import Candidate, PackageCoords
 from toolpin.errors import LogError, StoreError
 
 if TYPE_CHECKING:
     from toolpin.crawl.record import LoggedObservation
     from toolpin.publog.tiles import TileLog
 
-SCHEMA_VERSION: Final = "1"
+SCHEMA_VERSION: Final = "2"
+_UPGRADES: Final = {
+    "1": (
+        "ALTER TABLE servers ADD COLUMN package TEXT",
+        "ALTER TABLE servers ADD COLUMN last_hint TEXT",
+    ),
+}
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS servers (
@@ -50,7 +59,9 @@ CREATE TABLE IF NOT EXISTS servers (
   last_error TEXT,
   surface_hash TEXT,
   tool_count INTEGER,
-  last_entry INTEGER
+  last_entry INTEGER,
+  package TEXT,
+  last_hint TEXT
 );
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -79,11 +90,25 @@ class ServerState:
     tool_count: int | None
     last_entry: int | None
     descriptor: str
+    package_json: str | None = None
+    last_hint: str | None = None
+
+    @property
+    def package(self) -> PackageCoords | None:
+        """The release last logged for this server, when one was."""
+        if self.package_json is None:
+            return None
+        try:
+            data = json.loads(self.package_json)
+        except ValueError:
+            return None
+        return PackageCoords.from_json(data) if isinstance(data, dict) else None
 
 
 _COLUMNS: Final = (
     "id, name, source, transport, status, first_seen, last_probe, last_ok, last_change, "
-    "last_change_after, last_error, surface_hash, tool_count, last_entry, descriptor"
+    "last_change_after, last_error, surface_hash, tool_count, last_entry, descriptor, "
+    "package, last_hint"
 )
 
 
@@ -107,6 +132,11 @@ class CrawlState:
             version = state.get_meta("schema")
             if version is None:
                 state.set_meta("schema", SCHEMA_VERSION)
+            elif version in _UPGRADES:
+                with state.transaction():
+                    for statement in _UPGRADES[version]:
+                        db.execute(statement)
+                    state.set_meta("schema", SCHEMA_VERSION)
             elif version != SCHEMA_VERSION:
                 raise StoreError(f"the crawl state {target} has an unknown schema ({version})")
         except sqlite3.DatabaseError as exc:
@@ -203,21 +233,25 @@ class CrawlState:
             (candidate.id, candidate.name, candidate.source, candidate.transport, descriptor, when),
         )
 
-    def record_failure(self, server_id: str, when: str, reason: str) -> None:
+    def record_failure(
+        self, server_id: str, when: str, reason: str, hint: str | None = None
+    ) -> None:
         self._db.execute(
-            "UPDATE servers SET last_probe = ?, last_error = ? WHERE id = ?",
-            (when, reason, server_id),
+            "UPDATE servers SET last_probe = ?, last_error = ?, last_hint = ? WHERE id = ?",
+            (when, reason, hint, server_id),
         )
 
     def record_skip(self, server_id: str, reason: str) -> None:
         """Recorded but not probed (``last_probe`` is left alone)."""
-        self._db.execute("UPDATE servers SET last_error = ? WHERE id = ?", (reason, server_id))
+        self._db.execute(
+            "UPDATE servers SET last_error = ?, last_hint = NULL WHERE id = ?", (reason, server_id)
+        )
 
     def record_look(self, server_id: str, when: str, tool_count: int | None) -> None:
         """A good look that found the surface unchanged."""
         self._db.execute(
             "UPDATE servers SET last_probe = ?, last_ok = ?, last_error = NULL, "
-            "tool_count = ? WHERE id = ?",
+            "last_hint = NULL, tool_count = ? WHERE id = ?",
             (when, when, tool_count, server_id),
         )
 
@@ -228,14 +262,16 @@ class CrawlState:
         surface: str,
         entry: int,
         tool_count: int | None,
+        package: PackageCoords | None = None,
     ) -> None:
-        """A good look that found a new surface, logged at ``entry``."""
+        """A good look that found a new surface or release, logged at ``entry``."""
+        package_json = json.dumps(package.to_json(), sort_keys=True) if package else None
         self._db.execute(
             "UPDATE servers SET last_change_after = CASE WHEN surface_hash IS NULL "
             "THEN NULL ELSE last_ok END, last_change = ?, last_probe = ?, last_ok = ?, "
-            "last_error = NULL, surface_hash = ?, last_entry = ?, tool_count = ? "
-            "WHERE id = ?",
-            (when, when, when, surface, entry, tool_count, server_id),
+            "last_error = NULL, last_hint = NULL, surface_hash = ?, last_entry = ?, "
+            "tool_count = ?, package = COALESCE(?, package) WHERE id = ?",
+            (when, when, when, surface, entry, tool_count, package_json, server_id),
         )
 
     def set_status(self, server_ids: Iterable[str], status: str) -> None:
@@ -281,7 +317,12 @@ class CrawlState:
         elif current.last_entry is not None and current.last_entry >= index:
             return
         self.record_change(
-            record.server_id, record.observed_at, record.surface, index, record.tool_count
+            record.server_id,
+            record.observed_at,
+            record.surface,
+            index,
+            record.tool_count,
+            record.package,
         )
 
 

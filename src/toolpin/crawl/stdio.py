@@ -3,8 +3,9 @@
 The probe itself is :func:`toolpin.probe.probe_stdio` (the same wire code as ``toolpin
 lock`` and the proxy, so the log records exactly the hashes they compute). The
 placeholder rule needs the last few KiB of the server's stderr: ``probe_stdio`` keeps them
-in a :class:`~toolpin.probe.StderrTail` of :data:`STDERR_TAIL_BYTES`. The tail is only
-matched against variable names; it never goes into a message or the log.
+in a :class:`~toolpin.probe.StderrTail` of :data:`STDERR_TAIL_BYTES`. The tail is matched
+against variable names, and a failure carries a short, sanitised hint of it
+(:class:`~toolpin.crawl.hint.ServerFailed`); it never goes into the log.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from toolpin.crawl.hint import ServerFailed, stderr_hint
 from toolpin.crawl.sandbox import missing_variables, placeholder_plan
 from toolpin.errors import ProbeError
 from toolpin.probe.conversation import ProbeResult
@@ -59,7 +61,8 @@ def probe_sandboxed(
     max_output: int = MAX_STDOUT_BYTES,
 ) -> StdioOutcome:
     """Probe ``argv`` in ``env``; retry once with placeholder credentials when the rule
-    allows it (see :mod:`toolpin.crawl.sandbox`). Raises :class:`ProbeError`."""
+    allows it (see :mod:`toolpin.crawl.sandbox`). Raises :class:`ServerFailed` (a
+    :class:`ProbeError` carrying the server's stderr hint)."""
     result, error, stderr = run_with_stderr(
         argv, env=env, cwd=cwd, timeout=timeout, max_output=max_output
     )
@@ -70,16 +73,19 @@ def probe_sandboxed(
     plan = placeholder_plan(missing, env)
     if plan is None:
         if missing:
-            raise ProbeError(
+            raise ServerFailed(
                 f"{error.message}; it asks for {len(missing)} variable(s), not all of them "
-                "credentials, so no placeholder retry"
+                "credentials, so no placeholder retry",
+                hint=stderr_hint(stderr),
             )
-        raise error
+        raise ServerFailed(error.message, hint=stderr_hint(stderr))
     retry_env = {**env, **plan}
-    result, error, _ = run_with_stderr(
+    result, error, stderr = run_with_stderr(
         argv, env=retry_env, cwd=cwd, timeout=timeout, max_output=max_output
     )
     if result is None:
         assert error is not None
-        raise ProbeError(f"{error.message} (also with placeholder credentials)")
+        raise ServerFailed(
+            f"{error.message} (also with placeholder credentials)", hint=stderr_hint(stderr)
+        )
     return StdioOutcome(result, tuple(sorted(retry_env)), tuple(sorted(plan)))

@@ -24,7 +24,12 @@ if TYPE_CHECKING:
     from toolpin.publog.entries import decode_entry, encode_entry
     from toolpin.publog.keys import generate_key, load_signer
     from toolpin.publog.note import Signer, Verifier
-    from toolpin.publog.proof import make_proof, verify_proof
+    from toolpin.publog.proof import (
+        make_consistency_proof,
+        make_proof,
+        verify_consistency_proof,
+        verify_proof,
+    )
     from toolpin.publog.tiles import TileLog
     from toolpin.publog.verify import VerifyResult, verify_log
 
@@ -37,7 +42,9 @@ _EXPORTS = {
     "load_signer": "toolpin.publog.keys",
     "Signer": "toolpin.publog.note",
     "Verifier": "toolpin.publog.note",
+    "make_consistency_proof": "toolpin.publog.proof",
     "make_proof": "toolpin.publog.proof",
+    "verify_consistency_proof": "toolpin.publog.proof",
     "verify_proof": "toolpin.publog.proof",
     "TileLog": "toolpin.publog.tiles",
     "VerifyResult": "toolpin.publog.verify",
@@ -55,7 +62,9 @@ __all__ = [
     "encode_entry",
     "generate_key",
     "load_signer",
+    "make_consistency_proof",
     "make_proof",
+    "verify_consistency_proof",
     "verify_log",
     "verify_proof",
 ]

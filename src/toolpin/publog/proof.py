@@ -13,6 +13,21 @@ Text format (``c2sp.org/tlog-proof@v1``)::
 Verification checks the checkpoint with the pinned verifier key only, then the RFC 9162
 inclusion proof of ``SHA-256(0x00 || entry)`` at ``index`` against the checkpoint's root.
 The ``extra`` data is carried but never trusted.
+
+Consistency proofs (``toolpin log prove --since OLD``) have no C2SP text format, so toolpin
+uses one of the same shape, self-contained (both signed checkpoints travel with it)::
+
+    toolpin/tlog-consistency-proof@v1
+    old <base64 of the older signed checkpoint, verbatim>
+    <base64 consistency-proof hash, RFC 9162 order>
+    ...
+    <empty line>
+    <the newer signed checkpoint, verbatim>
+
+Verification opens both checkpoints with the pinned key (same origin), requires the old
+size not to exceed the new one, and checks the RFC 9162 consistency proof between the
+two roots. A verifier that kept its own copy of the older checkpoint should also check
+that it is the one in the proof (``verify-proof --since``).
 """
 
 from __future__ import annotations
@@ -24,14 +39,30 @@ from dataclasses import dataclass
 
 from toolpin.errors import LogError
 from toolpin.publog.checkpoint import Checkpoint, open_checkpoint, read_unverified
-from toolpin.publog.merkle import HASH_SIZE, leaf_hash, verify_inclusion
+from toolpin.publog.merkle import HASH_SIZE, leaf_hash, verify_consistency, verify_inclusion
 from toolpin.publog.note import Verifier
 from toolpin.publog.tiles import TileLog
 
 PROOF_HEADER = "c2sp.org/tlog-proof@v1"
+CONSISTENCY_HEADER = "toolpin/tlog-consistency-proof@v1"
 MAX_PROOF_HASHES = 63
+MAX_CONSISTENCY_HASHES = 2 * 64
+MAX_NOTE_BYTES = 16 << 10
 
-__all__ = ["PROOF_HEADER", "ProofError", "TlogProof", "make_proof", "parse_proof", "verify_proof"]
+__all__ = [
+    "CONSISTENCY_HEADER",
+    "PROOF_HEADER",
+    "ConsistencyProof",
+    "ProofError",
+    "TlogProof",
+    "is_consistency_proof",
+    "make_consistency_proof",
+    "make_proof",
+    "parse_consistency_proof",
+    "parse_proof",
+    "verify_consistency_proof",
+    "verify_proof",
+]
 
 
 class ProofError(LogError):
@@ -137,6 +168,102 @@ def verify_proof(
     ):
         raise ProofError("the inclusion proof does not lead to the checkpoint's root")
     return checkpoint
+
+
+@dataclass(frozen=True)
+class ConsistencyProof:
+    old_note: str
+    path: tuple[bytes, ...]
+    new_note: str
+
+    def to_text(self) -> str:
+        lines = [CONSISTENCY_HEADER, f"old {_b64(self.old_note.encode('utf-8'))}"]
+        lines.extend(_b64(h) for h in self.path)
+        return "\n".join(lines) + "\n\n" + self.new_note
+
+
+def is_consistency_proof(text: str) -> bool:
+    """Whether ``text`` starts like a consistency proof (else: an inclusion proof)."""
+    return text.split("\n", 1)[0] == CONSISTENCY_HEADER
+
+
+def parse_consistency_proof(text: str) -> ConsistencyProof:
+    """Parse a consistency-proof text (no verification)."""
+    head, sep, note = text.partition("\n\n")
+    if not sep:
+        raise ProofError("malformed proof: no empty line before the checkpoint")
+    lines = head.split("\n")
+    if lines[0] != CONSISTENCY_HEADER:
+        raise ProofError(f"malformed proof: the first line is not {CONSISTENCY_HEADER}")
+    if len(lines) < 2 or not lines[1].startswith("old "):
+        raise ProofError("malformed proof: no old checkpoint line")
+    encoded = lines[1][len("old ") :]
+    if len(encoded) > MAX_NOTE_BYTES * 2:
+        raise ProofError("malformed proof: the old checkpoint is too large")
+    try:
+        old_note = _unb64(encoded, "the old checkpoint").decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProofError("malformed proof: the old checkpoint is not UTF-8") from None
+    hashes = lines[2:]
+    if len(hashes) > MAX_CONSISTENCY_HASHES:
+        raise ProofError("malformed proof: too many hashes")
+    path = tuple(_unb64(h, "a proof hash") for h in hashes)
+    if any(len(h) != HASH_SIZE for h in path):
+        raise ProofError("malformed proof: a proof hash is not 32 bytes")
+    return ConsistencyProof(old_note, path, note)
+
+
+def make_consistency_proof(log: TileLog, old_note: str, *, verifier: Verifier | None) -> str:
+    """The proof that ``log``'s current checkpoint extends the older checkpoint ``old_note``.
+
+    With ``verifier`` both checkpoints are checked first; without, the old checkpoint must
+    at least name the same origin. The proof is checked before it is returned, so a log
+    rolled back behind or forked from ``old_note`` gets an error, never a proof.
+    """
+    note = log.checkpoint_note
+    if note is None:
+        raise ProofError(f"{log.path} has no checkpoint")
+    if verifier is not None:
+        new = open_checkpoint(note, verifier)
+        old = open_checkpoint(old_note, verifier, origin=new.origin)
+    else:
+        new = read_unverified(note)
+        old = read_unverified(old_note)
+        if old.origin != new.origin:
+            raise ProofError("the old checkpoint belongs to another log (origin differs)")
+    if old.size > new.size:
+        raise ProofError(
+            f"the old checkpoint has {old.size} entries but the log only {new.size}; "
+            "the log was rolled back",
+        )
+    path = log.consistency_proof(old.size, new.size)
+    if not verify_consistency(old.size, new.size, old.root, new.root, path):
+        raise ProofError(
+            f"the log is not consistent with the old checkpoint (size {old.size}): "
+            "it was forked or rewritten",
+        )
+    return ConsistencyProof(old_note, tuple(path), note).to_text()
+
+
+def verify_consistency_proof(
+    text: str, verifier: Verifier, *, kept: str | None = None
+) -> tuple[Checkpoint, Checkpoint]:
+    """Check a consistency proof offline; returns ``(old, new)`` checkpoints.
+
+    ``kept``: the older checkpoint the caller kept; it must be the one in the proof.
+    """
+    proof = parse_consistency_proof(text)
+    new = open_checkpoint(proof.new_note, verifier)
+    old = open_checkpoint(proof.old_note, verifier, origin=new.origin)
+    if kept is not None:
+        mine = open_checkpoint(kept, verifier, origin=new.origin)
+        if (mine.size, mine.root) != (old.size, old.root):
+            raise ProofError("the proof starts from another checkpoint than the one you kept")
+    if old.size > new.size:
+        raise ProofError("the proof's old checkpoint is larger than its new one")
+    if not verify_consistency(old.size, new.size, old.root, new.root, list(proof.path)):
+        raise ProofError("the consistency proof does not lead from the old root to the new one")
+    return old, new
 
 
 def proof_hashes(proof: Sequence[bytes]) -> list[str]:
