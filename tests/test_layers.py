@@ -194,3 +194,19 @@ def test_the_map_sees_every_package() -> None:
     packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
     assert packages <= set(ALLOWED), packages - set(ALLOWED)
     assert {"core", "pins", "proxy", "probe", "team", "cli"} <= packages
+
+
+IMPORT_NAMES = {"httpx2": "httpx2"}
+"""Distribution name -> import name, where they differ (most are the same)."""
+
+
+def test_every_runtime_dependency_is_imported_by_src() -> None:
+    import re
+    import tomllib
+
+    project = tomllib.loads((SRC.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    imported = {name.split(".")[0] for names in GRAPH.values() for name in names}
+    for requirement in project["project"]["dependencies"]:
+        dist = re.match(r"[A-Za-z0-9_.-]+", requirement).group(0)  # type: ignore[union-attr]
+        module = IMPORT_NAMES.get(dist, dist.replace("-", "_"))
+        assert module in imported, f"{dist} is a runtime dependency nothing in src/ imports"

@@ -1,6 +1,6 @@
 """The ``toolpin`` command line: parse arguments, call the library, format output.
 
-This package is the only place that imports ``click`` and ``rich``. Each command module
+This package is the only place that imports ``click``. Each command module
 defines its commands; :func:`_register_commands` adds them to :data:`cli`. Errors derived from
 :class:`toolpin.errors.ToolpinError` are caught once, in :func:`main`.
 """
