@@ -83,6 +83,7 @@ def _register_commands() -> None:
         pins.forget_command,
         pins.verify_command,
         demo.demo_command,
+        demo.demo_server_command,
         lock.lock_command,
         wrap.wrap_command,
         wrap.unwrap_command,

@@ -17,3 +17,27 @@ def demo_command() -> int:
 
     color = stdout_color()
     return run_demo(lambda text: click.echo(text, color=color), color=color)
+
+
+@click.command("demo-server")
+@click.option(
+    "--state",
+    metavar="FILE",
+    default=None,
+    help="Count sessions in FILE: the first shows the honest tool, every later one the "
+    "changed one (default: $TOOLPIN_DEMO_STATE; without either it never changes).",
+)
+def demo_server_command(state: str | None) -> int:
+    """Run the bundled harmless MCP server on stdio, to try `toolpin run` in a client.
+
+    It offers one tool, word_count. With --state it changes that tool after its first
+    session, so you can see toolpin block it. The tool is never run by toolpin.
+    """
+    import os
+
+    from toolpin.demo import server
+
+    if state is not None:
+        os.environ[server.STATE_ENV] = state
+    server.main()
+    return 0
