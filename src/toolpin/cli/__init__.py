@@ -33,9 +33,10 @@ def _register_commands() -> None:
     """
     if cli.commands:
         return
-    from toolpin.cli import crawl, demo, lock, log, offline, pins, policy, run, wrap
+    from toolpin.cli import crawl, demo, lock, log, offline, pins, policy, run, site, wrap
 
     log.log_group.add_command(crawl.crawl_cmd)
+    log.log_group.add_command(site.site_cmd)
     for command in (
         offline.pin,
         offline.check,

@@ -12,6 +12,8 @@ An entry is the RFC 8785 form of::
       "counts": {"tools": 3, ...},             # per listing observed (same names as digests)
       "serverInfo": {"name", "version"}?,      # self-reported, display only
       "previous": 12 | null,                   # this server's previous entry (continuity)
+      "lastGoodLook": "2026-11-29T04:01:12Z"?, # the last good look that saw the previous
+                                               # surface: the change happened after it
       "probeEnv": {"supplied": [...], "placeholders": [...]}?,   # variable names only
       "blob": "sha256:<hex>"                   # the full definitions (see below)
     }
@@ -78,6 +80,7 @@ def observation_record(
     *,
     previous: int | None,
     blob: str,
+    last_good_look: str | None = None,
 ) -> dict[str, Any]:
     """The record of ``observation`` (pass it to :func:`toolpin.publog.encode_entry`)."""
     snap = observation.snapshot
@@ -111,6 +114,8 @@ def observation_record(
         "previous": previous,
         "blob": blob,
     }
+    if last_good_look is not None:
+        record["lastGoodLook"] = last_good_look
     if snap.identity is not None:
         record["serverInfo"] = {
             "name": clip(snap.identity.name, MAX_INFO_CHARS),

@@ -370,7 +370,12 @@ def _crawl_locked(
                 continue
             ref = blobs.put(definitions_blob(obs.snapshot))
             record = observation_record(
-                cand, obs, previous=previous.last_entry if previous else None, blob=ref
+                cand,
+                obs,
+                previous=previous.last_entry if previous else None,
+                blob=ref,
+                # The change happened after the last good look that saw the old surface.
+                last_good_look=previous.last_ok if previous and previous.surface_hash else None,
             )
             entries.append(encode_entry(record))
             status = "new" if previous is None or previous.surface_hash is None else "changed"

@@ -1,0 +1,64 @@
+"""The jinja2 environment of every page: autoescape everywhere, ``StrictUndefined``.
+
+Every server string reaches a template through the ``v`` filter (:func:`toolpin.core.render.
+visible`), so control, bidi, zero-width and tag characters show as ``\\u{hex}`` escapes, and
+autoescaping then makes the result inert HTML. Templates live in ``site/templates/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+from urllib.parse import urlsplit
+
+import jinja2
+
+from toolpin.core.render import visible
+
+CSP: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+"""The content security policy of every page (meta tag and ``_headers``)."""
+
+__all__ = ["CSP", "environment", "show"]
+
+
+def show(value: object) -> str:
+    """A server string made visible on one line (``None`` shows as an empty string)."""
+    if value is None:
+        return ""
+    return visible(value if isinstance(value, str) else str(value))
+
+
+def show_multiline(value: object) -> str:
+    if value is None:
+        return ""
+    return visible(value if isinstance(value, str) else str(value), multiline=True)
+
+
+@jinja2.pass_context
+def href(context: Mapping[str, object], rel: str) -> str:
+    """A link to ``rel`` (a path from the site root) under the path of ``base_url``."""
+    base = context.get("base_url")
+    path = urlsplit(base).path if isinstance(base, str) else "/"
+    if not path.endswith("/"):
+        path += "/"
+    return path + rel
+
+
+def environment() -> jinja2.Environment:
+    """A fresh environment over ``toolpin/site/templates`` (every template autoescaped)."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("toolpin.site", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["v"] = show
+    env.filters["vm"] = show_multiline
+    env.globals["CSP"] = CSP
+    env.globals["href"] = href
+    return env
