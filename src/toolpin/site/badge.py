@@ -5,10 +5,12 @@ so a badge that stopped being rebuilt cannot mislead:
 
 * ``unchanged 91d · 4 Sep`` — the definitions have not moved in 91 days, as of the last
   good look on 4 Sep (green);
-* ``changed today`` / ``changed 2 Sep`` — a change first seen in the last 7 days (amber);
+* ``changed today · 1 Dec`` / ``changed 29 Nov`` — a change first seen in the last 7 days
+  (amber; "today" always comes with its date, so a badge frozen later still tells the truth);
 * ``changed since 4 Sep`` — a change first seen after a gap in the crawl: it happened after
   the last good look on 4 Sep, the day is unknown (amber);
-* ``first recorded today`` / ``first recorded 2 Sep`` — tracking began in the last 7 days;
+* ``first recorded today · 1 Dec`` / ``first recorded 29 Nov`` — tracking began in the last
+  7 days (green);
 * ``last checked 4 Sep`` — no good look in more than 3 days (grey);
 * ``log does not verify`` — the only red state.
 
@@ -91,6 +93,12 @@ def _day(moment: dt.datetime, now: dt.datetime) -> str:
     return text if moment.year == now.year else f"{text} {moment.year}"
 
 
+def _when(moment: dt.datetime, now: dt.datetime) -> str:
+    """``today · 1 Dec`` (still true when the badge is looked at later) or ``29 Nov``."""
+    day = _day(moment, now)
+    return f"today · {day}" if moment.date() == now.date() else day
+
+
 def badge_state(history: ServerHistory, now: dt.datetime) -> Badge:
     """The badge of a server at ``now`` (the build's clock, given with ``--now``)."""
     last_ok = parse_time(history.last_ok or history.latest.observed_at)
@@ -100,8 +108,7 @@ def badge_state(history: ServerHistory, now: dt.datetime) -> Badge:
     seen = parse_time(latest.observed_at)
     if len(history.versions) == 1:
         if now - seen <= RECENT:
-            when = "today" if seen.date() == now.date() else _day(seen, now)
-            return Badge("new", f"first recorded {when}", GREEN)
+            return Badge("new", f"first recorded {_when(seen, now)}", GREEN)
     elif now - seen <= RECENT:
         after = latest.last_good_look
         if after is not None and seen - parse_time(after) > GAP:
@@ -110,8 +117,7 @@ def badge_state(history: ServerHistory, now: dt.datetime) -> Badge:
             previous = parse_time(history.versions[-2].observed_at)
             if seen - previous > GAP:
                 return Badge("changed-since", f"changed since {_day(previous, now)}", AMBER)
-        when = "today" if seen.date() == now.date() else _day(seen, now)
-        return Badge("changed", f"changed {when}", AMBER)
+        return Badge("changed", f"changed {_when(seen, now)}", AMBER)
     days = max(0, (now.date() - seen.date()).days)
     return Badge("unchanged", f"unchanged {days}d · {_day(last_ok, now)}", GREEN)
 
