@@ -17,7 +17,7 @@ from toolpin.publog.note import Verifier
 from toolpin.publog.verify import verify_log
 from toolpin.site.build import build_site, parse_now
 from toolpin.site.model import UnverifiedLogError
-from toolpin.site.render import CSP
+from toolpin.site.render import CSP, META_CSP
 
 
 def _tree(folder: Path) -> dict[str, str]:

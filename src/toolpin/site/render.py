@@ -12,6 +12,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 import jinja2
+from markupsafe import Markup
 
 from toolpin.core.render import visible
 
@@ -19,9 +20,13 @@ CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-"""The content security policy of every page (meta tag and ``_headers``)."""
+"""The content security policy of every page (``_headers``)."""
 
-__all__ = ["CSP", "environment", "show"]
+META_CSP: Final = CSP.removesuffix("; frame-ancestors 'none'")
+"""The same policy as a meta tag: browsers ignore ``frame-ancestors`` there (and report
+an error for it), so only the header carries it."""
+
+__all__ = ["CSP", "META_CSP", "environment", "show"]
 
 
 def show(value: object) -> str:
@@ -47,6 +52,19 @@ def href(context: Mapping[str, object], rel: str) -> str:
     return path + rel
 
 
+_MONTHS: Final = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def when(value: object) -> Markup:
+    """``2026-11-30T03:00:00Z`` as ``<time datetime=…>30 Nov 2026, 03:00 UTC</time>``."""
+    text = value if isinstance(value, str) else ""
+    if len(text) < 16 or text[4] != "-" or text[10] != "T":
+        return Markup("<time>") + text + Markup("</time>")
+    year, month, day = text[:4], int(text[5:7]), int(text[8:10])
+    shown = f"{day} {_MONTHS[month - 1]} {year}, {text[11:16]} UTC"
+    return Markup('<time datetime="{}">{}</time>').format(text, shown)
+
+
 def environment() -> jinja2.Environment:
     """A fresh environment over ``toolpin/site/templates`` (every template autoescaped)."""
     env = jinja2.Environment(
@@ -59,6 +77,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["v"] = show
     env.filters["vm"] = show_multiline
-    env.globals["CSP"] = CSP
+    env.filters["when"] = when
+    env.globals["CSP"] = META_CSP
     env.globals["href"] = href
     return env

@@ -73,8 +73,10 @@
 
   async function run() {
     var vkey = keyEl.textContent.trim();
-    var parts = vkey.split("+");
-    if (parts.length !== 3) fail("the key on this page is malformed");
+    var first = vkey.indexOf("+");
+    var second = vkey.indexOf("+", first + 1);
+    if (first < 1 || second < 0) fail("the key on this page is malformed");
+    var parts = [vkey.slice(0, first), vkey.slice(first + 1, second), vkey.slice(second + 1)];
     var name = parts[0];
     var typed = b64(parts[2]);
     if (typed.length !== 33 || typed[0] !== 1) fail("the key on this page is not an Ed25519 key");
