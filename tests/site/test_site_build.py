@@ -96,7 +96,7 @@ def test_every_page_names_its_checkpoint(sample_site: dict[str, Any]) -> None:
         text = page.read_text(encoding="utf-8")
         assert "checkpoint <strong>5</strong>" in text, page
         assert root in text, page
-        assert f'content="{escape(CSP)}"' in text, page
+        assert f'content="{escape(META_CSP)}"' in text, page
 
 
 def test_the_served_log_verifies_and_every_change_proof_is_accepted(
@@ -115,7 +115,10 @@ def test_the_served_log_verifies_and_every_change_proof_is_accepted(
 def test_each_change_links_its_proof_and_its_window(sample_site: dict[str, Any]) -> None:
     page = (sample_site["out"] / "servers" / f"{sample_site['ids']['changed']}.html").read_text()
     assert 'href="/proof/2.tlog-proof"' in page and 'href="/proof/1.tlog-proof"' in page
-    assert "Changed between 2026-11-20T03:00:00Z and 2026-11-30T03:00:00Z" in page
+    assert (
+        'Changed between <time datetime="2026-11-20T03:00:00Z">20 Nov 2026, 03:00 UTC</time> '
+        'and <time datetime="2026-11-30T03:00:00Z">30 Nov 2026, 03:00 UTC</time>'
+    ) in page
     assert "The crawl had a gap" in page
     assert '<li class="label high" data-key="secrets">' in page  # the labels of review
     assert "<ins>" in page and "<del>" in page  # the description word by word
