@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import shutil
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,25 +13,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from site_helpers import NOW, sample_log  # noqa: E402
+from site_helpers import LAUNCH_ARGS, NOW, sample_log, serve
 
-from toolpin.publog.note import Verifier  # noqa: E402
-from toolpin.site.build import build_site, parse_now  # noqa: E402
+from toolpin.publog.note import Verifier
+from toolpin.site.build import build_site, parse_now
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("TOOLPIN_TEST_ARTIFACTS", "test-artifacts")) / "site"
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-default-apps",
-    "--disable-extensions",
-    "--disable-sync",
-    "--no-first-run",
-    "--metrics-recording-only",
-]
 
 
 @pytest.fixture(scope="session")
@@ -44,19 +29,6 @@ def sample_site(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = root / "out"
     build_site(root / "log", Verifier.from_text(writer.vkey), out, now=parse_now(NOW))
     return {"root": root, "log": root / "log", "out": out, "ids": ids, "vkey": writer.vkey}
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-def serve(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
-    """Serve ``folder`` on 127.0.0.1 (a random port) from a daemon thread."""
-    handler = functools.partial(_Quiet, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
 
 @pytest.fixture(scope="session")
@@ -70,9 +42,7 @@ def served(sample_site: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
-        pytest.fail(
-            "/usr/bin/chromium is missing: apt-get install -y chromium (.ci/run does this)"
-        )
+        pytest.fail("/usr/bin/chromium is missing: apt-get install -y chromium (.ci/run does this)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

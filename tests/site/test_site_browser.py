@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import serve
-from site_helpers import NOW, LogWriter, tool
+from site_helpers import NOW, LogWriter, serve, tool
 
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, render_badge
@@ -39,7 +38,8 @@ class Tab:
         self.errors: list[str] = []
         self.page.add_init_script(WATCH)
         self.page.on(
-            "console", lambda m: self.errors.append(m.text) if m.type in ("error", "warning") else None
+            "console",
+            lambda m: self.errors.append(m.text) if m.type in ("error", "warning") else None,
         )
         self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
         self.page.on("dialog", lambda d: (self.errors.append("dialog opened"), d.dismiss()))
@@ -83,9 +83,8 @@ def _pages(site: dict[str, Any]) -> list[str]:
         "servers/stale.html",
         *(f"servers/{ids[k]}.html" for k in ("stable", "changed", "new", "optout")),
     ]
-    for optional in ("install/index.html", "reports/index.html"):
-        if (site["out"] / optional).is_file():
-            pages.append(optional)
+    optional = ("install/index.html", "reports/index.html")
+    pages.extend(rel for rel in optional if (site["out"] / rel).is_file())
     return pages
 
 
@@ -231,7 +230,7 @@ def test_badge_text_keeps_its_padding_in_the_real_font(tmp_path: Path, tab: Tab)
 
 
 HOSTILE = {
-    "name": '</script><script>window.__pwned=1</script>\u202egnp.exe',
+    "name": "</script><script>window.__pwned=1</script>\u202egnp.exe",
     "tool": '"><img src=x onerror="window.__pwned=1">',
     "tool2": "zero\u200bwidth\U000e0041tag",
     "prop": "</pre><svg onload=window.__pwned=1>",
@@ -251,19 +250,40 @@ def _benign(text: str) -> str:
 
 def _corpus_log(path: Path, words: dict[str, str]) -> tuple[LogWriter, str]:
     w = LogWriter(path)
-    tools = [tool(words["tool"], words["desc"], **{words["prop"]: {"type": "string"}}),
-             tool(words["tool2"], "plain")]
-    sid = w.observe(words["name"], tools, "2026-11-01T00:00:00Z",
-                    package=("npm", words["pkg"], words["ver"]), instructions=words["instr"])
+    tools = [
+        tool(words["tool"], words["desc"], **{words["prop"]: {"type": "string"}}),
+        tool(words["tool2"], "plain"),
+    ]
+    sid = w.observe(
+        words["name"],
+        tools,
+        "2026-11-01T00:00:00Z",
+        package=("npm", words["pkg"], words["ver"]),
+        instructions=words["instr"],
+    )
     w.commit()
     tools2 = [*tools, tool(words["tool2"] + "2", "plain")]
-    w.observe(words["name"], tools2, "2026-11-10T00:00:00Z", last_good_look="2026-11-09T00:00:00Z",
-              package=("npm", words["pkg"], words["ver"]), instructions=words["instr"])
+    w.observe(
+        words["name"],
+        tools2,
+        "2026-11-10T00:00:00Z",
+        last_good_look="2026-11-09T00:00:00Z",
+        package=("npm", words["pkg"], words["ver"]),
+        instructions=words["instr"],
+    )
     w.commit()
-    tools3 = [tool(words["tool"], words["desc"], **{words["prop"]: {"type": "integer"}}),
-              *tools2[1:]]
-    w.observe(words["name"], tools3, "2026-11-30T00:00:00Z", last_good_look="2026-11-29T00:00:00Z",
-              package=("npm", words["pkg"], words["ver"]), instructions=words["instr"])
+    tools3 = [
+        tool(words["tool"], words["desc"], **{words["prop"]: {"type": "integer"}}),
+        *tools2[1:],
+    ]
+    w.observe(
+        words["name"],
+        tools3,
+        "2026-11-30T00:00:00Z",
+        last_good_look="2026-11-29T00:00:00Z",
+        package=("npm", words["pkg"], words["ver"]),
+        instructions=words["instr"],
+    )
     w.commit()
     return w, sid
 
@@ -280,16 +300,25 @@ def test_a_hostile_corpus_changes_no_dom_structure_and_runs_no_script(
     tmp_path: Path, tab: Tab, artifacts: Path
 ) -> None:
     sites: dict[str, tuple[str, str]] = {}
-    for kind, words in (("hostile", HOSTILE), ("benign", {k: _benign(v) for k, v in HOSTILE.items()})):
+    for kind, words in (
+        ("hostile", HOSTILE),
+        ("benign", {k: _benign(v) for k, v in HOSTILE.items()}),
+    ):
         writer, sid = _corpus_log(tmp_path / kind / "log", words)
         out = tmp_path / kind / "out"
-        build_site(tmp_path / kind / "log", Verifier.from_text(writer.vkey), out,
-                   now=parse_now(NOW))
+        build_site(
+            tmp_path / kind / "log", Verifier.from_text(writer.vkey), out, now=parse_now(NOW)
+        )
         sites[kind] = (str(out), sid)
     files = {
-        kind: sorted(str(p.relative_to(out)).replace(sid, "ID") for p in Path(out).rglob("*")
-                     if p.is_file() and "blob" not in p.parts and "tile" not in p.parts
-                     and "proof" not in p.parts)
+        kind: sorted(
+            str(p.relative_to(out)).replace(sid, "ID")
+            for p in Path(out).rglob("*")
+            if p.is_file()
+            and "blob" not in p.parts
+            and "tile" not in p.parts
+            and "proof" not in p.parts
+        )
         for kind, (out, sid) in sites.items()
     }
     assert files["hostile"] == files["benign"]  # no name reaches a file name
@@ -298,8 +327,12 @@ def test_a_hostile_corpus_changes_no_dom_structure_and_runs_no_script(
         server, url = serve(Path(out))
         try:
             shapes[kind] = {}
-            for rel in ("index.html", "servers/index.html", f"servers/{sid}.html",
-                        f"servers/{sid}/diff/0-2.html"):
+            for rel in (
+                "index.html",
+                "servers/index.html",
+                f"servers/{sid}.html",
+                f"servers/{sid}/diff/0-2.html",
+            ):
                 page = tab.open(url + rel)
                 if page.query_selector("#verify-status"):
                     assert "verified against checkpoint 3" in _wait_verdict(page)

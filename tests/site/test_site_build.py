@@ -17,14 +17,16 @@ from toolpin.publog.note import Verifier
 from toolpin.publog.verify import verify_log
 from toolpin.site.build import build_site, parse_now
 from toolpin.site.model import UnverifiedLogError
+from toolpin.site.output import MANIFEST
 from toolpin.site.render import CSP, META_CSP
 
 
 def _tree(folder: Path) -> dict[str, str]:
+    """Every file of the site (the build's own manifest, with file times, aside)."""
     return {
         str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(folder.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != MANIFEST
     }
 
 
@@ -61,10 +63,21 @@ def test_a_log_that_does_not_verify_is_refused(tmp_path: Path) -> None:
     data[0] ^= 1
     tile.write_bytes(bytes(data))
     with pytest.raises(UnverifiedLogError):
-        build_site(tmp_path / "log", Verifier.from_text(writer.vkey), tmp_path / "out",
-                   now=parse_now(NOW))
-    done = _toolpin("log", "site", "--log", str(tmp_path / "log"), "--vkey", writer.vkey,
-                    "--out", str(tmp_path / "out2"), "--now", NOW)
+        build_site(
+            tmp_path / "log", Verifier.from_text(writer.vkey), tmp_path / "out", now=parse_now(NOW)
+        )
+    done = _toolpin(
+        "log",
+        "site",
+        "--log",
+        str(tmp_path / "log"),
+        "--vkey",
+        writer.vkey,
+        "--out",
+        str(tmp_path / "out2"),
+        "--now",
+        NOW,
+    )
     assert done.returncode == 1
     assert done.stderr.startswith("toolpin: the log does not verify: ")
     assert "Traceback" not in done.stderr
@@ -73,16 +86,47 @@ def test_a_log_that_does_not_verify_is_refused(tmp_path: Path) -> None:
 
 def test_the_cli_builds_and_reports(tmp_path: Path) -> None:
     writer, _ = sample_log(tmp_path / "log")
-    done = _toolpin("log", "site", "--log", str(tmp_path / "log"), "--vkey", writer.vkey,
-                    "--out", str(tmp_path / "out"), "--now", NOW, "--json")
+    done = _toolpin(
+        "log",
+        "site",
+        "--log",
+        str(tmp_path / "log"),
+        "--vkey",
+        writer.vkey,
+        "--out",
+        str(tmp_path / "out"),
+        "--now",
+        NOW,
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["checkpoint"] == 5 and summary["servers"] == 3 and summary["optedOut"] == 1
-    bad = _toolpin("log", "site", "--log", str(tmp_path / "log"), "--vkey", writer.vkey,
-                   "--out", str(tmp_path / "log" / "site"), "--now", NOW)
+    bad = _toolpin(
+        "log",
+        "site",
+        "--log",
+        str(tmp_path / "log"),
+        "--vkey",
+        writer.vkey,
+        "--out",
+        str(tmp_path / "log" / "site"),
+        "--now",
+        NOW,
+    )
     assert bad.returncode == 2 and "outside the log directory" in bad.stderr
-    bad_now = _toolpin("log", "site", "--log", str(tmp_path / "log"), "--vkey", writer.vkey,
-                       "--out", str(tmp_path / "o3"), "--now", "yesterday")
+    bad_now = _toolpin(
+        "log",
+        "site",
+        "--log",
+        str(tmp_path / "log"),
+        "--vkey",
+        writer.vkey,
+        "--out",
+        str(tmp_path / "o3"),
+        "--now",
+        "yesterday",
+    )
     assert bad_now.returncode == 2 and "ISO 8601" in bad_now.stderr
 
 
@@ -106,8 +150,16 @@ def test_the_served_log_verifies_and_every_change_proof_is_accepted(
     result = verify_log(out, sample_site["vkey"])
     assert result.ok, result.reason
     for index in range(5):
-        done = _toolpin("log", "verify-proof", "--vkey", sample_site["vkey"],
-                        "--proof", str(out / "proof" / f"{index}.tlog-proof"), "--log", str(out))
+        done = _toolpin(
+            "log",
+            "verify-proof",
+            "--vkey",
+            sample_site["vkey"],
+            "--proof",
+            str(out / "proof" / f"{index}.tlog-proof"),
+            "--log",
+            str(out),
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         assert done.stdout.startswith(f"ok: entry {index} is in ")
 
@@ -165,14 +217,20 @@ def test_no_free_text_from_crawl_state(tmp_path: Path) -> None:
     db.execute(
         "INSERT INTO servers(id, name, source, transport, descriptor, first_seen, last_ok, "
         "last_error) VALUES(?, 'x', 'registry', 'stdio', ?, ?, ?, ?)",
-        (ids["stable"], json.dumps({"homepage": "https://HOMEPAGE.example"}),
-         "2026-09-01T03:00:00Z", "2026-12-01T03:00:00Z", "CRAWL-ERROR-TEXT"),
+        (
+            ids["stable"],
+            json.dumps({"homepage": "https://HOMEPAGE.example"}),
+            "2026-09-01T03:00:00Z",
+            "2026-12-01T03:00:00Z",
+            "CRAWL-ERROR-TEXT",
+        ),
     )
     db.commit()
     db.close()
     out = tmp_path / "out"
-    build_site(tmp_path / "log", Verifier.from_text(writer.vkey), out, now=parse_now(NOW),
-               state=state)
+    build_site(
+        tmp_path / "log", Verifier.from_text(writer.vkey), out, now=parse_now(NOW), state=state
+    )
     for path in out.rglob("*"):
         if path.is_file() and path.suffix in (".json", ".html", ".atom", ".svg"):
             text = path.read_text(encoding="utf-8")
@@ -191,8 +249,9 @@ def test_a_growing_log_keeps_entry_ids_and_removes_nothing_it_should_keep(tmp_pa
     out = tmp_path / "out"
     build_site(tmp_path / "log", vkey, out, now=parse_now(NOW))
     first = json.loads((out / "feed.json").read_text())["items"]
-    writer.observe("one", [tool("a", "changed")], "2026-11-30T00:00:00Z",
-                   last_good_look="2026-11-29T00:00:00Z")
+    writer.observe(
+        "one", [tool("a", "changed")], "2026-11-30T00:00:00Z", last_good_look="2026-11-29T00:00:00Z"
+    )
     writer.commit()
     build_site(tmp_path / "log", vkey, out, now=parse_now(NOW))
     second = json.loads((out / "feed.json").read_text())["items"]
@@ -205,9 +264,15 @@ def test_server_ids_that_are_not_hex_never_name_a_file(tmp_path: Path) -> None:
 
     writer, _ = sample_log(tmp_path / "log")
     writer.pending.append(
-        encode_entry({"type": "toolpin/observation", "v": 1, "observedAt": NOW,
-                      "server": {"id": "../../../escape", "name": "x"},
-                      "digests": {"surface": "0" * 64}})
+        encode_entry(
+            {
+                "type": "toolpin/observation",
+                "v": 1,
+                "observedAt": NOW,
+                "server": {"id": "../../../escape", "name": "x"},
+                "digests": {"surface": "0" * 64},
+            }
+        )
     )
     writer.commit()
     out = tmp_path / "out"

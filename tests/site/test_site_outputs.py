@@ -82,7 +82,9 @@ BADGE_CASES = [
 def test_every_badge_state_is_dated(
     versions: list[tuple[str, str | None]], last_ok: str | None, message: str, color: str
 ) -> None:
-    history = _history(*(_version(i, at, lg) for i, (at, lg) in enumerate(versions)), last_ok=last_ok)
+    history = _history(
+        *(_version(i, at, lg) for i, (at, lg) in enumerate(versions)), last_ok=last_ok
+    )
     badge = badge_state(history, NOW)
     assert (badge.message, badge.color) == (message, color)
     assert re.search(r"\d", badge.message)  # a date or a day count, or "today"
@@ -92,7 +94,9 @@ def test_every_badge_state_is_dated(
 def test_red_only_when_the_log_does_not_verify() -> None:
     colors = set()
     for versions, last_ok, _, _ in BADGE_CASES:
-        history = _history(*(_version(i, a, g) for i, (a, g) in enumerate(versions)), last_ok=last_ok)
+        history = _history(
+            *(_version(i, a, g) for i, (a, g) in enumerate(versions)), last_ok=last_ok
+        )
         colors.add(badge_state(history, NOW).color)
     assert RED not in colors
     assert badge_for_unverified().color == RED
@@ -159,7 +163,11 @@ def test_feeds_carry_no_server_prose(sample_site: dict[str, Any]) -> None:
 
 def test_every_api_file_matches_its_schema(sample_site: dict[str, Any]) -> None:
     api = sample_site["out"] / "api" / "v1"
-    pairs = [(api / "log.json", "log"), (api / "servers.json", "servers"), (api / "stats.json", "stats")]
+    pairs = [
+        (api / "log.json", "log"),
+        (api / "servers.json", "servers"),
+        (api / "stats.json", "stats"),
+    ]
     pairs += [(p, "server") for p in sorted((api / "servers").glob("*.json"))]
     assert len(pairs) == 3 + 4
     for path, name in pairs:
@@ -169,7 +177,12 @@ def test_every_api_file_matches_its_schema(sample_site: dict[str, Any]) -> None:
         jsonschema.validate(json.loads(path.read_text()), schema)
     openapi = json.loads((api / "openapi.json").read_text())
     assert openapi["openapi"].startswith("3.1")
-    assert set(openapi["paths"]) == {"/log.json", "/servers.json", "/servers/{id}.json", "/stats.json"}
+    assert set(openapi["paths"]) == {
+        "/log.json",
+        "/servers.json",
+        "/servers/{id}.json",
+        "/stats.json",
+    }
     stats = json.loads((api / "stats.json").read_text())
     assert stats["windows"]["24h"] == {"changes": 0, "serversChanged": 0, "serversNew": 0}
     assert stats["windows"]["7d"] == {"changes": 1, "serversChanged": 1, "serversNew": 1}

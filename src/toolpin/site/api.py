@@ -29,13 +29,17 @@ if TYPE_CHECKING:
     from toolpin.site.output import SiteWriter
 
 API: Final = "api/v1"
-WINDOWS: Final = {"24h": dt.timedelta(hours=24), "7d": dt.timedelta(days=7), "30d": dt.timedelta(days=30)}
+WINDOWS: Final = {
+    "24h": dt.timedelta(hours=24),
+    "7d": dt.timedelta(days=7),
+    "30d": dt.timedelta(days=30),
+}
 
 __all__ = ["API", "SCHEMAS", "write_api"]
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def _untrusted(history: ServerHistory) -> dict[str, Any]:
@@ -49,7 +53,9 @@ def _untrusted(history: ServerHistory) -> dict[str, Any]:
         }
     if latest.server_info:
         out["serverInfo"] = {
-            k: visible(latest.server_info[k]) for k in ("name", "version") if k in latest.server_info
+            k: visible(latest.server_info[k])
+            for k in ("name", "version")
+            if k in latest.server_info
         }
     return out
 
@@ -258,20 +264,27 @@ _VERSION: Final = {
             "additionalProperties": False,
         },
         "surface": _HEX64,
-        "digests": {"type": "object", "additionalProperties": {"anyOf": [_HEX64, {"type": "null"}]}},
+        "digests": {
+            "type": "object",
+            "additionalProperties": {"anyOf": [_HEX64, {"type": "null"}]},
+        },
         "counts": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
         "labels": {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9-]{1,64}$"}},
         "first": {"type": "boolean"},
         "proof": {"type": "string", "pattern": "^proof/[0-9]+\\.tlog-proof$"},
         "bundle": {"type": "string", "pattern": "^tile/entries/[x0-9/]+(\\.p/[0-9]+)?$"},
-        "blob": {"anyOf": [{"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}, {"type": "null"}]},
+        "blob": {
+            "anyOf": [{"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}, {"type": "null"}]
+        },
     },
     "additionalProperties": False,
 }
 _WINDOW_STATS: Final = {
     "type": "object",
     "required": ["changes", "serversChanged", "serversNew"],
-    "properties": {k: {"type": "integer", "minimum": 0} for k in ("changes", "serversChanged", "serversNew")},
+    "properties": {
+        k: {"type": "integer", "minimum": 0} for k in ("changes", "serversChanged", "serversNew")
+    },
     "additionalProperties": False,
 }
 SCHEMAS: Final[dict[str, dict[str, Any]]] = {
@@ -292,7 +305,10 @@ SCHEMAS: Final[dict[str, dict[str, Any]]] = {
         "title": "api/v1/servers.json",
         "type": "object",
         "required": ["checkpoint", "servers"],
-        "properties": {"checkpoint": _CHECKPOINT, "servers": {"type": "array", "items": _SERVER_ROW}},
+        "properties": {
+            "checkpoint": _CHECKPOINT,
+            "servers": {"type": "array", "items": _SERVER_ROW},
+        },
         "additionalProperties": False,
     },
     "server": {
@@ -322,7 +338,7 @@ SCHEMAS: Final[dict[str, dict[str, Any]]] = {
             "windows": {
                 "type": "object",
                 "required": list(WINDOWS),
-                "properties": {k: _WINDOW_STATS for k in WINDOWS},
+                "properties": dict.fromkeys(WINDOWS, _WINDOW_STATS),
                 "additionalProperties": False,
             },
         },
@@ -342,9 +358,7 @@ def openapi() -> dict[str, Any]:
                     "200": {
                         "description": summary,
                         "content": {
-                            "application/json": {
-                                "schema": {"$ref": f"schema/{schema}.schema.json"}
-                            }
+                            "application/json": {"schema": {"$ref": f"schema/{schema}.schema.json"}}
                         },
                     }
                 },

@@ -63,27 +63,40 @@ _ADVANCES: Final = (
 GLYPH_WIDTHS: Final = dict(zip(_CHARS, _ADVANCES, strict=True))
 UNITS_PER_EM: Final = 2048
 _KERN_TEXT: Final = (
-    '-A-45 -B-73 -G75 -J114 -O57 -Q75 -T-188 -V-120 -W-83 -X-102 -Y-243 -o38 -v-55 -y-36 '
-    'A--45 A.-36 A:-36 AA57 AC-36 AG-36 AO-36 AQ-36 AT-159 AV-131 AW-112 AY-159 Ac-36 Ad-36 '
-    'Ae-36 Af-73 Ao-36 Aq-36 At-36 Av-120 Aw-83 Ay-139 BC-36 BG-36 BO-36 BS-36 BV-63 BW-73 '
-    'BY-112 CY-36 DA-36 DV-36 DY-112 F.-329 F:-159 FA-188 FS-36 FT-36 Fa-188 Fe-112 Fi-149 '
-    'Fo-73 Fr-149 Fu-112 Fy-188 GT-73 GY-102 H.-36 J--73 JA-36 K--215 KA-36 KC-112 KO-112 '
-    'KT-159 KU-55 KW-73 KY-73 Ka-36 Ke-102 Ko-102 Ku-102 Ky-149 L--36 LA47 LO-73 LT-282 '
-    'LU-102 LV-225 LW-188 LY-272 Le-36 Lo-36 Lu-36 Ly-188 O-57 O.-83 O:-36 OA-36 OV-36 '
-    'OX-131 OY-112 P--45 P.-319 PA-131 PY-45 Pa-92 Pe-73 Pi-45 Pn-36 Po-73 Pr-36 Ps-36 Pu-36 '
-    'Q-57 R--83 R.-73 R:-63 RA-83 RC-102 RT-149 RV-112 RW-83 RY-131 Ra-45 Re-92 Ro-92 Ru-92 '
-    'Ry-112 SA38 T--188 T.-243 T:-225 TA-159 TC-120 TT-36 Ta-339 Tc-348 Te-348 Ti-63 To-348 '
-    'Tr-301 Ts-339 Tu-311 Tw-339 Ty-319 UZ-36 V--120 V.-264 V:-167 VA-131 VO-36 Va-159 '
-    'Ve-159 Vi-45 Vo-159 Vu-139 Vy-55 W--83 W.-235 W:-120 WA-112 Wa-131 We-120 Wi-45 Wo-120 '
-    'Wr-92 Wu-73 Wy-36 X--102 XC-149 XO-131 XT-36 Xe-92 Y--243 Y.-415 Y:-272 YA-159 YC-112 '
-    'YO-112 Ya-282 Ye-272 Yi-73 Yo-272 Yu-235 Z--36 ex-36 f--112 f.-149 f:-73 ft-36 fw-36 '
-    'fy-36 ka-36 ke-73 ko-73 ku-63 ky-73 o-38 o.-36 ox-63 r--131 r.-188 r:-36 rc-45 rd-36 '
-    're-45 rg-36 rh-36 rm-36 rn-36 ro-45 rq-36 rr-36 rx-55 v--55 v.-159 v:-112 w.-188 w:-112 '
-    'xc-36 xe-63 xo-63 y--36 y.-292 y:-149 '
+    "-A-45 -B-73 -G75 -J114 -O57 -Q75 -T-188 -V-120 -W-83 -X-102 -Y-243 -o38 -v-55 -y-36 "
+    "A--45 A.-36 A:-36 AA57 AC-36 AG-36 AO-36 AQ-36 AT-159 AV-131 AW-112 AY-159 Ac-36 Ad-36 "
+    "Ae-36 Af-73 Ao-36 Aq-36 At-36 Av-120 Aw-83 Ay-139 BC-36 BG-36 BO-36 BS-36 BV-63 BW-73 "
+    "BY-112 CY-36 DA-36 DV-36 DY-112 F.-329 F:-159 FA-188 FS-36 FT-36 Fa-188 Fe-112 Fi-149 "
+    "Fo-73 Fr-149 Fu-112 Fy-188 GT-73 GY-102 H.-36 J--73 JA-36 K--215 KA-36 KC-112 KO-112 "
+    "KT-159 KU-55 KW-73 KY-73 Ka-36 Ke-102 Ko-102 Ku-102 Ky-149 L--36 LA47 LO-73 LT-282 "
+    "LU-102 LV-225 LW-188 LY-272 Le-36 Lo-36 Lu-36 Ly-188 O-57 O.-83 O:-36 OA-36 OV-36 "
+    "OX-131 OY-112 P--45 P.-319 PA-131 PY-45 Pa-92 Pe-73 Pi-45 Pn-36 Po-73 Pr-36 Ps-36 Pu-36 "
+    "Q-57 R--83 R.-73 R:-63 RA-83 RC-102 RT-149 RV-112 RW-83 RY-131 Ra-45 Re-92 Ro-92 Ru-92 "
+    "Ry-112 SA38 T--188 T.-243 T:-225 TA-159 TC-120 TT-36 Ta-339 Tc-348 Te-348 Ti-63 To-348 "
+    "Tr-301 Ts-339 Tu-311 Tw-339 Ty-319 UZ-36 V--120 V.-264 V:-167 VA-131 VO-36 Va-159 "
+    "Ve-159 Vi-45 Vo-159 Vu-139 Vy-55 W--83 W.-235 W:-120 WA-112 Wa-131 We-120 Wi-45 Wo-120 "
+    "Wr-92 Wu-73 Wy-36 X--102 XC-149 XO-131 XT-36 Xe-92 Y--243 Y.-415 Y:-272 YA-159 YC-112 "
+    "YO-112 Ya-282 Ye-272 Yi-73 Yo-272 Yu-235 Z--36 ex-36 f--112 f.-149 f:-73 ft-36 fw-36 "
+    "fy-36 ka-36 ke-73 ko-73 ku-63 ky-73 o-38 o.-36 ox-63 r--131 r.-188 r:-36 rc-45 rd-36 "
+    "re-45 rg-36 rh-36 rm-36 rn-36 ro-45 rq-36 rr-36 rx-55 v--55 v.-159 v:-112 w.-188 w:-112 "
+    "xc-36 xe-63 xo-63 y--36 y.-292 y:-149 "
 )
 KERNING: Final = {item[:2]: int(item[2:]) for item in _KERN_TEXT.split()}
 """Pair adjustments of the font's GPOS ``kern`` feature for these glyphs (units per em)."""
-_MONTHS: Final = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTHS: Final = (
+    "Jan",
+    "Feb",
+    "Mar",
+    "Apr",
+    "May",
+    "Jun",
+    "Jul",
+    "Aug",
+    "Sep",
+    "Oct",
+    "Nov",
+    "Dec",
+)
 CLAIM_WORDS: Final = ("safe", "secure", "verified", "trusted", "audited", "approved")
 
 __all__ = ["Badge", "badge_for", "badge_state", "render_badge", "text_width"]
@@ -164,7 +177,8 @@ def render_badge(badge: Badge) -> tuple[bytes, bytes]:
         f'<rect x="{label_w}" width="{message_w}" height="20" fill="{badge.color}"/>'
         f'<g fill="#fff" font-family="{FONT}" font-size="{FONT_SIZE}">'
         f'<text id="label" x="{PADDING}" y="14">{escape(LABEL)}</text>'
-        f'<text id="message" x="{round(label_w + PADDING, 1)}" y="14">{escape(badge.message)}</text>'
+        f'<text id="message" x="{round(label_w + PADDING, 1)}" y="14">'
+        f"{escape(badge.message)}</text>"
         "</g></svg>\n"
     )
     endpoint = {

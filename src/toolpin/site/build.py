@@ -30,8 +30,8 @@ from toolpin.site.render import CSP, environment
 
 STATIC_FILES: Final = ("site.css", "verify.js", "filter.js")
 PAIR_VERSIONS: Final = 5
-"""Diff pages between any two of a server's latest this-many versions (older versions
-are compared with the next one, on the server page)."""
+"""Diff pages between each of a server's latest this-many versions and the current one
+(every version is also compared with the next one, on the server page)."""
 RECENT_CHANGES: Final = 50
 
 __all__ = ["BuildResult", "build_site"]
@@ -141,8 +141,13 @@ def _proofs(view: LogView, writer: SiteWriter) -> None:
 
 def _copy_log(view: LogView, writer: SiteWriter) -> None:
     """The log beside the site: checkpoint, tiles, entry bundles and blobs (C2SP paths)."""
-    from toolpin.publog.tiles import TILE_WIDTH, entries_path, max_file_bytes, read_bounded
-    from toolpin.publog.tiles import tiles_for_size
+    from toolpin.publog.tiles import (
+        TILE_WIDTH,
+        entries_path,
+        max_file_bytes,
+        read_bounded,
+        tiles_for_size,
+    )
 
     root = view.log_dir
     writer.text("checkpoint", view.checkpoint.note)
@@ -209,6 +214,28 @@ HEADERS: Final = """\
 """
 
 
+def _inputs_digest(view: LogView, base_url: str, now: dt.datetime) -> str:
+    """Everything the output depends on: the signed checkpoint (hence every entry), the
+    last good looks and opt-outs, ``now``, ``base_url``, and toolpin's own code and
+    templates (so an upgrade rebuilds)."""
+    import hashlib
+
+    import toolpin
+
+    digest = hashlib.sha256()
+    for part in (view.checkpoint.note, base_url, now.isoformat(), toolpin.__version__):
+        digest.update(part.encode("utf-8") + b"\0")
+    for sid in sorted(view.servers):
+        history = view.servers[sid]
+        digest.update(f"{sid} {history.last_ok} {history.opted_out}\n".encode())
+    package = Path(toolpin.__file__).parent
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".html", ".atom", ".css", ".js") and path.is_file():
+            digest.update(str(path.relative_to(package)).encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
 def _hook(module: str, name: str) -> Callable[..., Any] | None:
     """A page writer from a module built beside this one, when that module exists."""
     try:
@@ -243,10 +270,19 @@ def build_site(
     view = read_log(log_dir, vkey, state=state)
     out.mkdir(parents=True, exist_ok=True)
     writer = SiteWriter(out)
+    inputs = _inputs_digest(view, base_url, now)
+    if writer.up_to_date(inputs):
+        return BuildResult(
+            checkpoint_size=view.checkpoint.size,
+            servers=sum(1 for h in view.servers.values() if not h.opted_out),
+            opted_out=sum(1 for h in view.servers.values() if h.opted_out),
+            files=len(writer.paths),
+            written=0,
+            unchanged=writer.unchanged,
+            removed=0,
+        )
     env = environment()
-    pages = {
-        sid: _server_page(view, view.servers[sid], now) for sid in sorted(view.servers)
-    }
+    pages = {sid: _server_page(view, view.servers[sid], now) for sid in sorted(view.servers)}
     shown = [p for p in pages.values() if not p.history.opted_out]
     context: dict[str, Any] = {"checkpoint": view.checkpoint, "base_url": base_url}
 
@@ -293,7 +329,7 @@ def build_site(
         )
     for page in pages.values():
         _write_server(env, writer, context, page)
-    feeds.write_feeds(writer, view, pages, base_url)
+    feeds.write_feeds(env, writer, view, pages, base_url)
     api.write_api(writer, view, pages, now)
 
     hook_context = dict(context)
@@ -303,7 +339,7 @@ def build_site(
     reports = _hook("toolpin.site.reports", "write_report_pages")
     if reports is not None:
         reports(env, out, hook_context, view)
-    removed = writer.finish()
+    removed = writer.finish(inputs)
     return BuildResult(
         checkpoint_size=view.checkpoint.size,
         servers=len(shown),
@@ -439,11 +475,11 @@ def run_command(version: Version) -> str:
 
 
 def _pairs(history: ServerHistory) -> list[tuple[int, int]]:
-    """Pairs of versions (log indices) with a diff page of their own: any two of the
-    latest :data:`PAIR_VERSIONS` that are not neighbours (neighbours are a change, shown
-    on the server page)."""
+    """Pairs of versions (log indices) with a diff page of their own: each of the latest
+    :data:`PAIR_VERSIONS` against the current one (neighbours are a change, shown on the
+    server page, so every older version is one step from a diff with the current)."""
     indices = [v.index for v in history.versions[-PAIR_VERSIONS:]]
-    return [(a, b) for i, a in enumerate(indices) for b in indices[i + 2 :]]
+    return [(a, indices[-1]) for a in indices[:-2]]
 
 
 def _definitions(snapshot: Snapshot) -> list[dict[str, Any]]:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
+import jinja2
+
 from toolpin.core.render import visible
-from toolpin.site.render import environment
 
 if TYPE_CHECKING:
     from toolpin.site.build import ServerPage
@@ -76,9 +77,7 @@ def _entries(view: LogView, pages: Mapping[str, ServerPage], base: str) -> list[
                     f"{name}: changed ({change.rewritten + change.schema_only} changed, "
                     f"{change.added} added, {change.removed} removed)"
                 )
-                summary = (
-                    f"Entry {version.index}: {counts}; labels: {', '.join(labels) or 'none'}."
-                )
+                summary = f"Entry {version.index}: {counts}; labels: {', '.join(labels) or 'none'}."
             out.append(
                 FeedEntry(
                     id=entry_id(origin, version.index, version.leaf_hash),
@@ -96,6 +95,7 @@ def _entries(view: LogView, pages: Mapping[str, ServerPage], base: str) -> list[
 
 
 def _write(
+    env: jinja2.Environment,
     writer: SiteWriter,
     rel: str,
     *,
@@ -107,7 +107,6 @@ def _write(
 ) -> None:
     chosen = list(entries[:MAX_ITEMS])
     updated = max((e.updated for e in chosen), default=EPOCH)
-    env = environment()
     atom = env.get_template("feed.atom").render(
         title=title,
         feed_id=feed_id,
@@ -135,16 +134,23 @@ def _write(
             for e in chosen
         ],
     }
-    writer.text(f"{rel}.json", json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    writer.text(
+        f"{rel}.json", json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+    )
 
 
 def write_feeds(
-    writer: SiteWriter, view: LogView, pages: Mapping[str, ServerPage], base: str
+    env: jinja2.Environment,
+    writer: SiteWriter,
+    view: LogView,
+    pages: Mapping[str, ServerPage],
+    base: str,
 ) -> None:
     """Every feed of the site."""
     origin = view.checkpoint.origin
     entries = _entries(view, pages, base)
     _write(
+        env,
         writer,
         "feed",
         title=f"toolpin log {_xml_safe(origin)}: every change",
@@ -164,6 +170,7 @@ def write_feeds(
     for sid in sorted(by_server):
         name = _xml_safe(pages[sid].history.latest.name) or sid
         _write(
+            env,
             writer,
             f"feed/{sid}",
             title=f"toolpin log: {name}",
@@ -174,6 +181,7 @@ def write_feeds(
         )
     for key in sorted(by_label):
         _write(
+            env,
             writer,
             f"feed/label/{key}",
             title=f"toolpin log: changes labelled {key}",

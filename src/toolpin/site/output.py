@@ -1,10 +1,15 @@
 """Incremental, atomic writes of a built site.
 
-:class:`SiteWriter` writes a file only when its bytes differ from what is there (so an
-unchanged rebuild touches no file), each one atomically (:func:`toolpin.util.fs.
-atomic_write`). Paths are checked to stay inside the output folder. A manifest
-(``.toolpin-site``) lists what the last build wrote; files it listed that this build no
-longer writes are removed, and nothing else in the folder is ever deleted.
+:class:`SiteWriter` writes a file only when its bytes differ from what is there, each one
+atomically (:func:`toolpin.util.fs.atomic_write`; without fsync: the site is rebuilt from
+the log, never the only copy of anything). Paths are checked to stay inside the output
+folder.
+
+A manifest (``.toolpin-site``) records the digest of the build's inputs and the size and
+modification time of every file the build wrote. A build whose inputs are unchanged and
+whose files are all still as recorded touches nothing (:meth:`SiteWriter.up_to_date`);
+otherwise every file is produced again and compared. Files the previous build listed that
+this one no longer writes are removed; nothing else in the folder is ever deleted.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from toolpin.errors import InputError
 from toolpin.util.fs import atomic_write
 
 MANIFEST: Final = ".toolpin-site"
+_HEADER: Final = "toolpin-site 1 "
 _SAFE_PART: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 __all__ = ["MANIFEST", "SiteWriter"]
@@ -31,6 +37,26 @@ class SiteWriter:
         self.written = 0
         self.unchanged = 0
         self._dirs: set[Path] = set()
+        self._previous: dict[str, tuple[int, int]] = {}
+        self._previous_inputs: str | None = None
+        self._read_manifest()
+
+    def _read_manifest(self) -> None:
+        manifest = self.root / MANIFEST
+        try:
+            text = manifest.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        except (OSError, UnicodeDecodeError):
+            raise InputError(f"{manifest} cannot be read; remove it to rebuild") from None
+        lines = text.split("\n")
+        if not lines or not lines[0].startswith(_HEADER):
+            raise InputError(f"{manifest} is not a toolpin site manifest; remove it to rebuild")
+        self._previous_inputs = lines[0].removeprefix(_HEADER)
+        for line in lines[1:]:
+            parts = line.split("\t")
+            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+                self._previous[parts[0]] = (int(parts[1]), int(parts[2]))
 
     def _target(self, rel: str) -> Path:
         parts = PurePosixPath(rel).parts
@@ -38,43 +64,54 @@ class SiteWriter:
             raise InputError(f"internal error: unsafe site path {rel!r}")
         return self.root.joinpath(*parts)
 
-    def write(self, rel: str, data: bytes) -> None:
-        """Write ``data`` at ``rel`` unless the file already holds exactly these bytes."""
+    def up_to_date(self, inputs: str) -> bool:
+        """True when the last build had these inputs and its files are all as it left them."""
+        if self._previous_inputs != inputs or not self._previous:
+            return False
+        for rel, (size, mtime) in self._previous.items():
+            try:
+                info = self._target(rel).stat()
+            except (OSError, InputError):
+                return False
+            if (info.st_size, info.st_mtime_ns) != (size, mtime):
+                return False
+        self.paths = set(self._previous)
+        self.unchanged = len(self.paths)
+        return True
+
+    def _claim(self, rel: str) -> Path:
         if rel in self.paths:
             raise InputError(f"internal error: {rel} written twice")
-        target = self._target(rel)
         self.paths.add(rel)
+        target = self._target(rel)
+        parent = target.parent
+        if parent not in self._dirs:
+            parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(parent)
+        return target
+
+    def write(self, rel: str, data: bytes) -> None:
+        """Write ``data`` at ``rel`` unless the file already holds exactly these bytes."""
+        target = self._claim(rel)
         try:
             if target.stat().st_size == len(data) and target.read_bytes() == data:
                 self.unchanged += 1
                 return
         except FileNotFoundError:
             pass
-        parent = target.parent
-        if parent not in self._dirs:
-            parent.mkdir(parents=True, exist_ok=True)
-            self._dirs.add(parent)
-        atomic_write(target, data)
+        atomic_write(target, data, sync=False)
         self.written += 1
 
     def text(self, rel: str, text: str) -> None:
         self.write(rel, text.encode("utf-8"))
 
-    def finish(self) -> int:
+    def finish(self, inputs: str) -> int:
         """Remove what the previous build wrote and this one did not; write the manifest.
 
         Returns how many stale files were removed.
         """
-        manifest = self.root / MANIFEST
-        old: set[str] = set()
-        try:
-            old = set(manifest.read_text(encoding="utf-8").split("\n")) - {""}
-        except FileNotFoundError:
-            pass
-        except (OSError, UnicodeDecodeError):
-            raise InputError(f"{manifest} cannot be read; remove it to rebuild") from None
         removed = 0
-        for rel in sorted(old - self.paths):
+        for rel in sorted(set(self._previous) - self.paths):
             try:
                 target = self._target(rel)
             except InputError:
@@ -82,11 +119,16 @@ class SiteWriter:
             if target.is_file():
                 target.unlink()
                 removed += 1
-        data = ("\n".join(sorted(self.paths)) + "\n").encode("utf-8")
+        lines = [_HEADER + inputs]
+        for rel in sorted(self.paths):
+            info = self._target(rel).stat()
+            lines.append(f"{rel}\t{info.st_size}\t{info.st_mtime_ns}")
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        manifest = self.root / MANIFEST
         try:
             same = manifest.read_bytes() == data
         except FileNotFoundError:
             same = False
         if not same:
-            atomic_write(manifest, data)
+            atomic_write(manifest, data, sync=False)
         return removed
