@@ -23,7 +23,7 @@ from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, badge_for
-from toolpin.site.changes import ChangeView, change_view
+from toolpin.site.changes import ChangeSummary, change_view
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
 from toolpin.site.output import SiteWriter
 from toolpin.site.render import CSP, environment
@@ -54,10 +54,7 @@ class ServerPage:
 
     history: ServerHistory
     badge: Badge
-    svg: bytes
-    endpoint: bytes
-    changes: list[tuple[Version, ChangeView | None]] = field(default_factory=list)
-    snapshots: dict[int, Snapshot] = field(default_factory=dict)
+    changes: list[tuple[Version, ChangeSummary | None]] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -101,20 +98,6 @@ def _window(history: ServerHistory, position: int) -> dict[str, Any]:
         after = history.versions[position - 1].observed_at
     gap = parse_time(seen) - parse_time(after) > dt.timedelta(days=2)
     return {"after": after, "seen": seen, "gap": gap, "known": known}
-
-
-def _server_page(view: LogView, history: ServerHistory, now: dt.datetime) -> ServerPage:
-    badge, svg, endpoint = badge_for(history, now)
-    page = ServerPage(history, badge, svg, endpoint)
-    if history.opted_out:
-        return page
-    previous = None
-    for version in history.versions:
-        snap = view.snapshot(version)
-        page.changes.append((version, None if previous is None else change_view(previous, snap)))
-        page.snapshots[version.index] = snap
-        previous = snap
-    return page
 
 
 def _proofs(view: LogView, writer: SiteWriter) -> None:
@@ -208,7 +191,17 @@ HEADERS: Final = """\
   Cache-Control: max-age=300
   Access-Control-Allow-Origin: *
 
-/feed*
+/feed.atom
+  Content-Type: application/atom+xml; charset=utf-8
+  Cache-Control: max-age=300
+  Access-Control-Allow-Origin: *
+
+/feed.json
+  Content-Type: application/feed+json; charset=utf-8
+  Cache-Control: max-age=300
+  Access-Control-Allow-Origin: *
+
+/feed/*
   Cache-Control: max-age=300
   Access-Control-Allow-Origin: *
 """
@@ -282,9 +275,9 @@ def build_site(
             removed=0,
         )
     env = environment()
-    pages = {sid: _server_page(view, view.servers[sid], now) for sid in sorted(view.servers)}
-    shown = [p for p in pages.values() if not p.history.opted_out]
     context: dict[str, Any] = {"checkpoint": view.checkpoint, "base_url": base_url}
+    pages = _all_servers(view, now, writer, context)
+    shown = [p for p in pages.values() if not p.history.opted_out]
 
     _copy_log(view, writer)
     _proofs(view, writer)
@@ -327,8 +320,6 @@ def build_site(
                 page="servers",
             ),
         )
-    for page in pages.values():
-        _write_server(env, writer, context, page)
     feeds.write_feeds(env, writer, view, pages, base_url)
     api.write_api(writer, view, pages, now)
 
@@ -403,20 +394,33 @@ def _counts(view: LogView, pages: Mapping[str, ServerPage], now: dt.datetime) ->
     }
 
 
-def _write_server(
-    env: jinja2.Environment, writer: SiteWriter, context: Mapping[str, Any], page: ServerPage
-) -> None:
-    sid = page.id
-    if page.history.opted_out:
+def _server_files(
+    view: LogView,
+    history: ServerHistory,
+    now: dt.datetime,
+    env: jinja2.Environment,
+    writer: SiteWriter,
+    context: Mapping[str, Any],
+) -> tuple[Badge, list[ChangeSummary | None]]:
+    """Every file of one server (page, badge, diff pages); its badge and change summaries."""
+    sid = history.id
+    badge, svg, endpoint = badge_for(history, now)
+    if history.opted_out:
         writer.text(f"servers/{sid}.html", _render(env, "stub.html", **context, id=sid))
-        return
-    writer.write(f"badge/{sid}.svg", page.svg)
-    writer.write(f"badge/{sid}.json", page.endpoint)
-    history = page.history
-    entries = [
-        {"version": v, "change": c, "window": _window(history, i)}
-        for i, (v, c) in enumerate(page.changes)
-    ]
+        return badge, [None] * len(history.versions)
+    snapshots: dict[int, Snapshot] = {}
+    entries: list[dict[str, Any]] = []
+    summaries: list[ChangeSummary | None] = []
+    previous: Snapshot | None = None
+    for position, version in enumerate(history.versions):
+        snap = view.snapshot(version)
+        change = None if previous is None else change_view(previous, snap)
+        summaries.append(None if change is None else change.summary())
+        entries.append({"version": version, "change": change, "window": _window(history, position)})
+        snapshots[version.index] = snap
+        previous = snap
+    writer.write(f"badge/{sid}.svg", svg)
+    writer.write(f"badge/{sid}.json", endpoint)
     latest = history.latest
     pairs = _pairs(history)
     writer.text(
@@ -429,17 +433,16 @@ def _write_server(
             history=history,
             latest=latest,
             entries=list(reversed(entries)),
-            badge=page.badge,
+            badge=badge,
             pairs=pairs,
-            definitions=_definitions(page.snapshots[latest.index]),
-            instructions=page.snapshots[latest.index].instructions,
+            definitions=_definitions(snapshots[latest.index]),
+            instructions=snapshots[latest.index].instructions,
             run_command=run_command(latest),
             page="server",
         ),
     )
     by_index = {v.index: v for v in history.versions}
     for a, b in pairs:
-        change = change_view(page.snapshots[a], page.snapshots[b])
         writer.text(
             f"servers/{sid}/diff/{a}-{b}.html",
             _render(
@@ -450,10 +453,74 @@ def _write_server(
                 latest=latest,
                 a=by_index[a],
                 b=by_index[b],
-                change=change,
+                change=change_view(snapshots[a], snapshots[b]),
                 page="diff",
             ),
         )
+    return badge, summaries
+
+
+PARALLEL_FROM: Final = 400
+"""Servers from which the per-server files are built by several processes."""
+
+_JOB: dict[str, Any] = {}
+"""What a forked worker builds from (set before the pool forks, read in the children)."""
+
+
+def _chunk(sids: list[str]) -> tuple[list[tuple[str, Badge, list[Any]]], set[str], int, int]:
+    view: LogView = _JOB["view"]
+    writer = SiteWriter(_JOB["out"], manifest=False)
+    env = environment()
+    done = [
+        (sid, *_server_files(view, view.servers[sid], _JOB["now"], env, writer, _JOB["context"]))
+        for sid in sids
+    ]
+    return done, writer.paths, writer.written, writer.unchanged
+
+
+def _workers() -> int:
+    import os
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
+def _all_servers(
+    view: LogView, now: dt.datetime, writer: SiteWriter, context: Mapping[str, Any]
+) -> dict[str, ServerPage]:
+    """Every server's files, in worker processes when the log is large and cores allow."""
+    sids = sorted(view.servers)
+    results: list[tuple[str, Badge, list[Any]]] = []
+    workers = _workers()
+    if len(sids) < PARALLEL_FROM or workers == 1:
+        env = environment()
+        results.extend(
+            (sid, *_server_files(view, view.servers[sid], now, env, writer, context))
+            for sid in sids
+        )
+    else:
+        import multiprocessing
+
+        size = -(-len(sids) // (workers * 8))
+        chunks = [sids[i : i + size] for i in range(0, len(sids), size)]
+        _JOB.update(view=view, now=now, out=writer.root, context=dict(context))
+        try:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                for done, paths, written, unchanged in pool.imap(_chunk, chunks):
+                    results.extend(done)
+                    writer.merge(paths, written, unchanged)
+        finally:
+            _JOB.clear()
+    pages: dict[str, ServerPage] = {}
+    for sid, badge, summaries in results:
+        history = view.servers[sid]
+        page = ServerPage(history, badge)
+        page.changes = list(zip(history.versions, summaries, strict=True))
+        pages[sid] = page
+    return pages
 
 
 def run_command(version: Version) -> str:

@@ -24,7 +24,7 @@ MAX_WORD_TOKENS: Final = 4000
 
 _TOKEN: Final = re.compile(r"\s+|\w+|[^\w\s]")
 
-__all__ = ["ChangeView", "ItemView", "LabelView", "change_view", "word_diff"]
+__all__ = ["ChangeSummary", "ChangeView", "ItemView", "LabelView", "change_view", "word_diff"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,17 @@ class ItemView:
 
 
 @dataclass(frozen=True, slots=True)
+class ChangeSummary:
+    """What feeds, the API and the index need of a change: label keys and counts."""
+
+    label_keys: tuple[str, ...]
+    rewritten: int
+    schema_only: int
+    added: int
+    removed: int
+
+
+@dataclass(frozen=True, slots=True)
 class ChangeView:
     """Everything that differs between two versions."""
 
@@ -67,6 +78,11 @@ class ChangeView:
     @property
     def empty(self) -> bool:
         return not self.items and not self.instructions and not self.notes
+
+    def summary(self) -> ChangeSummary:
+        return ChangeSummary(
+            self.label_keys, self.rewritten, self.schema_only, self.added, self.removed
+        )
 
 
 def word_diff(old: str, new: str) -> tuple[tuple[str, str], ...]:

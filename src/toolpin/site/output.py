@@ -31,7 +31,7 @@ __all__ = ["MANIFEST", "SiteWriter"]
 class SiteWriter:
     """Writes the files of one build into ``root``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, manifest: bool = True) -> None:
         self.root = root
         self.paths: set[str] = set()
         self.written = 0
@@ -39,7 +39,8 @@ class SiteWriter:
         self._dirs: set[Path] = set()
         self._previous: dict[str, tuple[int, int]] = {}
         self._previous_inputs: str | None = None
-        self._read_manifest()
+        if manifest:
+            self._read_manifest()
 
     def _read_manifest(self) -> None:
         manifest = self.root / MANIFEST
@@ -101,6 +102,15 @@ class SiteWriter:
             pass
         atomic_write(target, data, sync=False)
         self.written += 1
+
+    def merge(self, paths: set[str], written: int, unchanged: int) -> None:
+        """Account for files another process wrote for this build."""
+        clash = self.paths & paths
+        if clash:
+            raise InputError(f"internal error: {min(clash)} written twice")
+        self.paths |= paths
+        self.written += written
+        self.unchanged += unchanged
 
     def text(self, rel: str, text: str) -> None:
         self.write(rel, text.encode("utf-8"))
