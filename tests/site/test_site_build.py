@@ -292,3 +292,18 @@ def test_install_and_report_pages_are_built_when_their_modules_exist(
     assert (out / "install" / "index.html").is_file()
     if importlib.util.find_spec("toolpin.site.reports") is not None:
         assert (out / "reports" / "index.html").is_file()
+
+
+def test_worker_processes_build_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolpin.site.build as build
+
+    writer, _ = sample_log(tmp_path / "log")
+    vkey = Verifier.from_text(writer.vkey)
+    build_site(tmp_path / "log", vkey, tmp_path / "one", now=parse_now(NOW))
+    monkeypatch.setattr(build, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(build, "_workers", lambda: 2)
+    result = build_site(tmp_path / "log", vkey, tmp_path / "two", now=parse_now(NOW))
+    assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
+    assert result.files == len(_tree(tmp_path / "two"))
