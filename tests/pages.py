@@ -53,19 +53,47 @@ def serve(root: Path) -> Iterator[str]:
         server.server_close()
 
 
-@contextmanager
-def chromium() -> Iterator[Any]:
-    """A headless Chromium browser (playwright driving Debian's binary)."""
+_SHARED: dict[str, Any] = {}
+"""One Playwright driver and browser for the whole test session: Playwright's sync API
+refuses a second driver while one is running (the site tests hold one all session)."""
+
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def shared_browser() -> Any:
+    """The session's headless Chromium (Debian's binary driven by playwright)."""
     if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
         pytest.fail("Debian's chromium is required for the page tests (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
+    if "browser" not in _SHARED:
+        from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield browser
-        finally:
-            browser.close()
+        driver = sync_playwright().start()
+        _SHARED["driver"] = driver
+        _SHARED["browser"] = driver.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+    return _SHARED["browser"]
+
+
+def close_shared() -> None:
+    """Stop the session's browser and driver (from ``pytest_sessionfinish``)."""
+    browser, driver = _SHARED.pop("browser", None), _SHARED.pop("driver", None)
+    if browser is not None:
+        browser.close()
+    if driver is not None:
+        driver.stop()
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """The shared headless Chromium browser."""
+    yield shared_browser()
 
 
 def open_page(browser: Any, url: str) -> tuple[Any, list[str]]:
@@ -91,3 +119,16 @@ def axe_violations(page: Any) -> list[str]:
         f"{v['id']}: {v['nodes'][0]['target'] if v['nodes'] else ''}"
         for v in results.response["violations"]
     ]
+
+
+def site_static(root: Path) -> None:
+    """Copy the site's stylesheet and scripts into ``root/static`` (what ``toolpin log
+    site`` writes beside every page), for pages rendered on their own in a test."""
+    import shutil
+
+    source = Path(__file__).resolve().parents[1] / "src" / "toolpin" / "site" / "static"
+    target = root / "static"
+    target.mkdir(parents=True, exist_ok=True)
+    for item in source.iterdir():
+        if item.is_file() and not (target / item.name).exists():
+            shutil.copy(item, target / item.name)

@@ -34,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "proxy": {"core", "pins", "report", "team", "util", "probe"},
     "publog": {"core", "util"},
     "crawl": {"clients", "core", "lockfile", "packages", "probe", "publog", "report", "util"},
-    "site": {"core", "publog", "report", "util", "crawl", "clients"},
+    "site": {"core", "publog", "report", "util", "crawl", "clients", "lockfile"},
     "lookup": {"core", "lockfile", "pins", "publog", "probe", "report", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
     "cli": {

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.pages import axe_violations, chromium, open_page, serve
+from tests.pages import axe_violations, chromium, open_page, serve, site_static
 from toolpin.clients.install_links import CLIENTS, InstallRequest, install_links
 from toolpin.site.install import write_install_page
 from toolpin.site.render import environment
@@ -22,8 +22,17 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     write_install_page(
         environment(),
         root,
-        {"checkpoint": {"size": 1, "root": "R", "time": "2026-11-06T12:00:00Z"}, "base_url": ""},
+        {
+            "checkpoint": {
+                "origin": "example.com/log",
+                "size": 1,
+                "root": "R",
+                "time": "2026-11-06T12:00:00Z",
+            },
+            "base_url": "",
+        },
     )
+    site_static(root)
     with serve(root) as url:
         yield f"{url}/install/"
 

@@ -11,7 +11,12 @@ from toolpin.site.install import EXAMPLE_ARGV, EXAMPLE_NAME, install_script, wri
 from toolpin.site.render import environment
 
 CONTEXT = {
-    "checkpoint": {"size": 6, "root": "ROOT", "time": "2026-11-06T12:00:00Z"},
+    "checkpoint": {
+        "origin": "example.com/log",
+        "size": 6,
+        "root": "ROOT",
+        "time": "2026-11-06T12:00:00Z",
+    },
     "base_url": "https://log.example.org",
 }
 

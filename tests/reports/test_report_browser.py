@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.pages import axe_violations, chromium, open_page, serve
+from tests.pages import axe_violations, chromium, open_page, serve, site_static
 from tests.reports.logbuilder import LogBuilder
 from toolpin.crawl.report import load_view
 from toolpin.publog.note import Verifier
@@ -13,7 +13,12 @@ from toolpin.site.render import environment
 from toolpin.site.reports import write_report_pages
 
 CONTEXT = {
-    "checkpoint": {"size": 6, "root": "ROOT", "time": "2026-11-06T12:00:00Z"},
+    "checkpoint": {
+        "origin": "example.com/log",
+        "size": 6,
+        "root": "ROOT",
+        "time": "2026-11-06T12:00:00Z",
+    },
     "base_url": "",
 }
 
@@ -21,6 +26,7 @@ CONTEXT = {
 def test_report_pages_load_cleanly_and_are_accessible(history: LogBuilder, tmp_path: Path) -> None:
     view = load_view(history.path, Verifier.from_text(history.vkey))
     write_report_pages(environment(), tmp_path, CONTEXT, view)
+    site_static(tmp_path)
     pages = ["reports/", "reports/2026-11.html", "reports/2026-10.html", "reports/latest.html"]
     with serve(tmp_path) as url, chromium() as browser:
         for rel in pages:

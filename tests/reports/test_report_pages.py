@@ -16,7 +16,12 @@ from toolpin.site.render import environment
 from toolpin.site.reports import write_report_pages
 
 CONTEXT = {
-    "checkpoint": {"size": 6, "root": "ROOT", "time": "2026-11-06T12:00:00Z"},
+    "checkpoint": {
+        "origin": "example.com/log",
+        "size": 6,
+        "root": "ROOT",
+        "time": "2026-11-06T12:00:00Z",
+    },
     "base_url": "https://log.example.org",
 }
 

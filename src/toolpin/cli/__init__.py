@@ -66,11 +66,13 @@ def _register_commands() -> None:
         policy,
         report,
         run,
+        site,
         wrap,
     )
 
     log.log_group.add_command(crawl.crawl_cmd)
     log.log_group.add_command(report.report_command)
+    log.log_group.add_command(site.site_cmd)
     for command in (
         offline.pin,
         offline.check,

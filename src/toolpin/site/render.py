@@ -1,18 +1,96 @@
-"""PLACEHOLDER (the site's own render module replaces this at merge): the jinja2
-environment every page is rendered with: autoescape on, undefined names are errors."""
+"""The jinja2 environment of every page: autoescape everywhere, ``StrictUndefined``.
+
+Every server string reaches a template through the ``v`` filter (:func:`toolpin.core.render.
+visible`), so control, bidi, zero-width and tag characters show as ``\\u{hex}`` escapes, and
+autoescaping then makes the result inert HTML. Templates live in ``site/templates/``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Final
+from urllib.parse import urlsplit
+
 import jinja2
+from markupsafe import Markup
+
+from toolpin.core.render import visible
+
+CSP: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+"""The content security policy of every page (``_headers``)."""
+
+META_CSP: Final = CSP.removesuffix("; frame-ancestors 'none'")
+"""The same policy as a meta tag: browsers ignore ``frame-ancestors`` there (and report
+an error for it), so only the header carries it."""
+
+__all__ = ["CSP", "META_CSP", "environment", "show"]
+
+
+def show(value: object) -> str:
+    """A server string made visible on one line (``None`` shows as an empty string)."""
+    if value is None:
+        return ""
+    return visible(value if isinstance(value, str) else str(value))
+
+
+def show_multiline(value: object) -> str:
+    if value is None:
+        return ""
+    return visible(value if isinstance(value, str) else str(value), multiline=True)
+
+
+@jinja2.pass_context
+def href(context: Mapping[str, object], rel: str) -> str:
+    """A link to ``rel`` (a path from the site root) under the path of ``base_url``."""
+    base = context.get("base_url")
+    path = urlsplit(base).path if isinstance(base, str) else "/"
+    if not path.endswith("/"):
+        path += "/"
+    return path + rel
+
+
+_MONTHS: Final = (
+    "Jan",
+    "Feb",
+    "Mar",
+    "Apr",
+    "May",
+    "Jun",
+    "Jul",
+    "Aug",
+    "Sep",
+    "Oct",
+    "Nov",
+    "Dec",
+)
+
+
+def when(value: object) -> Markup:
+    """``2026-11-30T03:00:00Z`` as ``<time datetime=…>30 Nov 2026, 03:00 UTC</time>``."""
+    text = value if isinstance(value, str) else ""
+    if len(text) < 16 or text[4] != "-" or text[10] != "T":
+        return Markup("<time>") + text + Markup("</time>")
+    year, month, day = text[:4], int(text[5:7]), int(text[8:10])
+    shown = f"{day} {_MONTHS[month - 1]} {year}, {text[11:16]} UTC"
+    return Markup('<time datetime="{}">{}</time>').format(text, shown)
 
 
 def environment() -> jinja2.Environment:
-    """Templates from ``toolpin/site/templates``, autoescaped, ``StrictUndefined``."""
-    return jinja2.Environment(
+    """A fresh environment over ``toolpin/site/templates`` (every template autoescaped)."""
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("toolpin.site", "templates"),
-        autoescape=jinja2.select_autoescape(["html", "xml", "svg"], default=True),
+        autoescape=True,
         undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        keep_trailing_newline=True,
     )
+    env.filters["v"] = show
+    env.filters["vm"] = show_multiline
+    env.filters["when"] = when
+    env.globals["CSP"] = META_CSP
+    env.globals["href"] = href
+    return env

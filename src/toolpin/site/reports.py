@@ -67,7 +67,11 @@ def _view(log: LogView | str | Path, context: Mapping[str, Any]) -> LogView:
 
 
 def _build_time(context: Mapping[str, Any]) -> tuple[str, dt.datetime]:
-    text = str(context["checkpoint"]["time"])
+    if context.get("now") is not None:  # the site's --now
+        text = str(context["now"])
+    else:
+        checkpoint = context["checkpoint"]
+        text = str(checkpoint["time"] if isinstance(checkpoint, Mapping) else checkpoint.time)
     moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     if moment.tzinfo is None:
         raise InputError("the build time needs a time zone")

@@ -161,10 +161,13 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, sync: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically (temp file + fsync + rename).
 
-    On any failure the target is untouched and no temporary file is left behind.
+    On any failure the target is untouched and no temporary file is left behind. With
+    ``sync=False`` the fsyncs are skipped: a reader still sees the old file or the new one,
+    never a mixture, but a power loss may lose the write (for output that can be rebuilt,
+    such as the static site, written by the hundred thousand).
     """
     import tempfile
 
@@ -176,14 +179,16 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             if os.name == "posix":
                 os.fchmod(handle.fileno(), mode)
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    fsync_dir(directory)
+    if sync:
+        fsync_dir(directory)
 
 
 def fsync_dir(directory: Path) -> None:

@@ -1,0 +1,82 @@
+"""``toolpin log site``: build the static site of a verified log.
+
+Light at import: only ``click``; jinja2 and the log engine are imported inside the command.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("site")
+@click.option("--log", "log_dir", required=True, help="The log directory.")
+@click.option(
+    "--vkey",
+    required=True,
+    help="The pinned verifier key (name+id+key), or a file holding it (last line used).",
+)
+@click.option("--out", "out_dir", required=True, help="The folder to write the site into.")
+@click.option(
+    "--base-url",
+    default="/",
+    show_default=True,
+    help="Where the site will be served (links, feeds and the badge snippet use it).",
+)
+@click.option(
+    "--now",
+    default=None,
+    help="The build's time, ISO 8601 (default: the clock). Same log and --now: same bytes.",
+)
+@click.option(
+    "--state",
+    "state_file",
+    default=None,
+    help="Crawl state file for the last good look of each server "
+    "(default: crawl-state.sqlite next to the log directory, when it exists).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
+def site_cmd(
+    log_dir: str,
+    vkey: str,
+    out_dir: str,
+    base_url: str,
+    now: str | None,
+    state_file: str | None,
+    as_json: bool,
+) -> int:
+    """Build the static site (pages, badges, feeds, API, proofs and the log) from a log
+    that verifies; refuses one that does not (exit 1)."""
+    from toolpin.cli.log import _verifier
+    from toolpin.site.build import build_site, parse_now
+
+    verifier = _verifier(vkey)
+    log_path = Path(log_dir)
+    if state_file is not None:
+        state: Path | None = Path(state_file)
+    else:
+        default = log_path.resolve().parent / "crawl-state.sqlite"
+        state = default if default.is_file() else None
+    result = build_site(
+        log_path, verifier, Path(out_dir), base_url=base_url, now=parse_now(now), state=state
+    )
+    summary = {
+        "checkpoint": result.checkpoint_size,
+        "servers": result.servers,
+        "optedOut": result.opted_out,
+        "files": result.files,
+        "written": result.written,
+        "unchanged": result.unchanged,
+        "removed": result.removed,
+    }
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(
+            f"built {out_dir} from checkpoint {result.checkpoint_size}: {result.servers} "
+            f"servers ({result.opted_out} opted out), {result.files} files, "
+            f"{result.written} written, {result.unchanged} unchanged, {result.removed} removed"
+        )
+    return 0

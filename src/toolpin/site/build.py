@@ -1,0 +1,589 @@
+"""``toolpin log site``: build the static site of a verified log.
+
+The composition: :func:`toolpin.site.model.read_log` (refuses a log that does not verify),
+then every page, badge, feed, API file and proof, the log itself under its C2SP paths, the
+static assets and a host-neutral ``_headers``, all through one :class:`SiteWriter`
+(incremental and atomic). Nothing reads the clock but ``now`` (``--now``), and every
+collection is sorted, so the same log, crawl state and ``now`` give the same bytes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import importlib.resources
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import jinja2
+
+from toolpin.core.snapshot import Snapshot
+from toolpin.errors import InputError
+from toolpin.publog.note import Verifier
+from toolpin.site.badge import Badge, badge_for
+from toolpin.site.changes import ChangeSummary, change_view
+from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
+from toolpin.site.output import SiteWriter
+from toolpin.site.render import CSP, environment
+
+STATIC_FILES: Final = ("site.css", "verify.js", "filter.js")
+PAIR_VERSIONS: Final = 5
+"""Diff pages between each of a server's latest this-many versions and the current one
+(every version is also compared with the next one, on the server page)."""
+RECENT_CHANGES: Final = 50
+
+__all__ = ["BuildResult", "build_site"]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    checkpoint_size: int
+    servers: int
+    opted_out: int
+    files: int
+    written: int
+    unchanged: int
+    removed: int
+
+
+@dataclass
+class ServerPage:
+    """What the pages of one server need (computed once, used by every output)."""
+
+    history: ServerHistory
+    badge: Badge
+    changes: list[tuple[Version, ChangeSummary | None]] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.history.id
+
+
+def parse_now(text: str | None) -> dt.datetime:
+    """``--now`` (ISO 8601, UTC when no offset is given), or the clock when absent."""
+    if text is None:
+        from toolpin.util.clock import utc_now
+
+        text = utc_now()
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"--now {text!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.astimezone(dt.UTC).replace(microsecond=0)
+
+
+def _check_folders(log_dir: Path, out: Path) -> None:
+    if not log_dir.is_dir():
+        raise InputError(f"{log_dir} is not a directory")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out} is not a directory")
+    a, b = log_dir.resolve(), out.resolve()
+    if a == b or b.is_relative_to(a) or a.is_relative_to(b):
+        raise InputError("--out must be outside the log directory (and not contain it)")
+
+
+def _window(history: ServerHistory, position: int) -> dict[str, Any]:
+    """When version ``position`` happened: after the last good look before, by its time."""
+    version = history.versions[position]
+    seen = version.observed_at
+    if position == 0:
+        return {"after": None, "seen": seen, "gap": False, "known": True}
+    after = version.last_good_look
+    known = after is not None
+    if after is None:
+        after = history.versions[position - 1].observed_at
+    gap = parse_time(seen) - parse_time(after) > dt.timedelta(days=2)
+    return {"after": after, "seen": seen, "gap": gap, "known": known}
+
+
+def _proofs(view: LogView, writer: SiteWriter) -> None:
+    """``proof/<index>.tlog-proof`` for every entry, against the built checkpoint."""
+    from toolpin.publog.merkle import inclusion_proof, node_hash
+    from toolpin.publog.proof import TlogProof
+
+    levels = [list(view.leaf_hashes)]
+    while len(levels[-1]) > 1:
+        below = levels[-1]
+        levels.append([node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)])
+
+    class _Memory:
+        def node(self, level: int, index: int) -> bytes:
+            return levels[level][index]
+
+    size = view.checkpoint.size
+    source = _Memory()
+    for index in range(size):
+        path = inclusion_proof(source, index, size)
+        text = TlogProof(index, tuple(path), view.checkpoint.note).to_text()
+        writer.text(f"proof/{index}.tlog-proof", text)
+
+
+def _copy_log(view: LogView, writer: SiteWriter) -> None:
+    """The log beside the site: checkpoint, tiles, entry bundles and blobs (C2SP paths)."""
+    from toolpin.publog.tiles import (
+        TILE_WIDTH,
+        entries_path,
+        max_file_bytes,
+        read_bounded,
+        tiles_for_size,
+    )
+
+    root = view.log_dir
+    writer.text("checkpoint", view.checkpoint.note)
+    size = view.checkpoint.size
+    rels = [ref.path for ref in tiles_for_size(size)]
+    full, last = divmod(size, TILE_WIDTH)
+    rels.extend(entries_path(n) for n in range(full))
+    if last:
+        rels.append(entries_path(full, last))
+    for rel in rels:
+        try:
+            data = read_bounded(root / rel, max_file_bytes(rel))
+        except OSError as exc:
+            raise InputError(f"{rel} cannot be read ({exc.strerror})") from None
+        writer.write(rel, data)
+    from toolpin.publog.blobs import BlobStore
+
+    blobs = BlobStore(root)
+    refs = sorted({v.blob for _, v in view.versions() if v.blob is not None})
+    for ref in refs:
+        writer.write("blob/sha256/" + ref.removeprefix("sha256:"), blobs.get(ref))
+
+
+HEADERS: Final = """\
+# Host-neutral headers manifest (Netlify / Cloudflare Pages `_headers` syntax).
+/*
+  Content-Security-Policy: {csp}
+  X-Content-Type-Options: nosniff
+  Referrer-Policy: no-referrer
+  X-Frame-Options: DENY
+
+/checkpoint
+  Content-Type: text/plain; charset=utf-8
+  Cache-Control: no-cache
+  Access-Control-Allow-Origin: *
+
+/tile/*
+  Content-Type: application/octet-stream
+  Cache-Control: public, max-age=31536000, immutable
+  Access-Control-Allow-Origin: *
+
+/blob/*
+  Content-Type: application/json
+  Cache-Control: public, max-age=31536000, immutable
+  Access-Control-Allow-Origin: *
+
+/proof/*
+  Content-Type: text/plain; charset=utf-8
+  Cache-Control: no-cache
+  Access-Control-Allow-Origin: *
+
+/api/*
+  Content-Type: application/json
+  Cache-Control: no-cache
+  Access-Control-Allow-Origin: *
+
+/badge/*
+  Cache-Control: max-age=300
+  Access-Control-Allow-Origin: *
+
+/feed.atom
+  Content-Type: application/atom+xml; charset=utf-8
+  Cache-Control: max-age=300
+  Access-Control-Allow-Origin: *
+
+/feed.json
+  Content-Type: application/feed+json; charset=utf-8
+  Cache-Control: max-age=300
+  Access-Control-Allow-Origin: *
+
+/feed/*
+  Cache-Control: max-age=300
+  Access-Control-Allow-Origin: *
+"""
+
+
+def _inputs_digest(view: LogView, base_url: str, now: dt.datetime) -> str:
+    """Everything the output depends on: the signed checkpoint (hence every entry), the
+    last good looks and opt-outs, ``now``, ``base_url``, and toolpin's own code and
+    templates (so an upgrade rebuilds)."""
+    import hashlib
+
+    import toolpin
+
+    digest = hashlib.sha256()
+    for part in (view.checkpoint.note, base_url, now.isoformat(), toolpin.__version__):
+        digest.update(part.encode("utf-8") + b"\0")
+    for sid in sorted(view.servers):
+        history = view.servers[sid]
+        digest.update(f"{sid} {history.last_ok} {history.opted_out}\n".encode())
+    package = Path(toolpin.__file__).parent
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".html", ".atom", ".css", ".js") and path.is_file():
+            digest.update(str(path.relative_to(package)).encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _hook(module: str, name: str) -> Callable[..., Any] | None:
+    """A page writer from a module built beside this one, when that module exists."""
+    try:
+        found = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        return None
+    writer = getattr(found, name, None)
+    return writer if callable(writer) else None
+
+
+def _render(env: jinja2.Environment, name: str, **context: Any) -> str:
+    return env.get_template(name).render(**context)
+
+
+def build_site(
+    log_dir: Path,
+    vkey: Verifier,
+    out: Path,
+    *,
+    base_url: str = "/",
+    now: dt.datetime,
+    state: Path | None = None,
+) -> BuildResult:
+    """Build the site of the log in ``log_dir`` into ``out`` (see the module doc)."""
+    from toolpin.site import api, feeds
+
+    _check_folders(log_dir, out)
+    if not base_url.endswith("/"):
+        base_url += "/"
+    view = read_log(log_dir, vkey, state=state)
+    out.mkdir(parents=True, exist_ok=True)
+    writer = SiteWriter(out)
+    inputs = _inputs_digest(view, base_url, now)
+    if writer.up_to_date(inputs):
+        return BuildResult(
+            checkpoint_size=view.checkpoint.size,
+            servers=sum(1 for h in view.servers.values() if not h.opted_out),
+            opted_out=sum(1 for h in view.servers.values() if h.opted_out),
+            files=len(writer.paths),
+            written=0,
+            unchanged=writer.unchanged,
+            removed=0,
+        )
+    env = environment()
+    context: dict[str, Any] = {"checkpoint": view.checkpoint, "base_url": base_url}
+    pages = _all_servers(view, now, writer, context)
+    shown = [p for p in pages.values() if not p.history.opted_out]
+
+    _copy_log(view, writer)
+    _proofs(view, writer)
+    for name in STATIC_FILES:
+        data = importlib.resources.files("toolpin.site").joinpath("static", name).read_bytes()
+        writer.write(f"static/{name}", data)
+    writer.text("_headers", HEADERS.format(csp=CSP))
+
+    recent = _recent_changes(pages)
+    counts = _counts(view, pages, now)
+    writer.text(
+        "index.html",
+        _render(env, "index.html", **context, recent=recent, counts=counts, page="home"),
+    )
+    rows = [_row(p, now) for p in sorted(shown, key=_row_order)]
+    filters = {
+        "all": ("servers/index.html", "All servers", rows),
+        "changed": (
+            "servers/changed.html",
+            "Changed in the last 7 days",
+            [r for r in rows if r["state"] in ("changed", "changed-since")],
+        ),
+        "stale": (
+            "servers/stale.html",
+            "Not checked in more than 3 days",
+            [r for r in rows if r["state"] == "stale"],
+        ),
+    }
+    for key, (rel, title, chosen) in filters.items():
+        writer.text(
+            rel,
+            _render(
+                env,
+                "servers.html",
+                **context,
+                rows=chosen,
+                total=len(rows),
+                heading=title,
+                current=key,
+                page="servers",
+            ),
+        )
+    feeds.write_feeds(env, writer, view, pages, base_url)
+    api.write_api(writer, view, pages, now)
+
+    hook_context = dict(context)
+    install = _hook("toolpin.site.install", "write_install_page")
+    hooked: list[Path] = []
+    if install is not None:
+        hooked.extend(install(env, out, hook_context))
+    reports = _hook("toolpin.site.reports", "write_report_pages")
+    if reports is not None:
+        # The reports read the log through their own verified view; their cache of
+        # explained changes lives outside the published folder, per log.
+        import hashlib
+
+        from toolpin.util.fs import toolpin_home
+
+        tag = hashlib.sha256(str(Path(log_dir).absolute()).encode()).hexdigest()[:16]
+        hook_context["verifier"] = vkey
+        hook_context["now"] = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        hook_context["report_cache"] = toolpin_home() / "cache" / f"reports-{tag}.json"
+        hooked.extend(reports(env, out, hook_context, view.log_dir))
+    # Their files belong to this build too (kept, or removed when no longer written).
+    rels = {Path(p).relative_to(out).as_posix() for p in hooked} - writer.paths
+    writer.merge(rels, 0, len(rels))
+    removed = writer.finish(inputs)
+    return BuildResult(
+        checkpoint_size=view.checkpoint.size,
+        servers=len(shown),
+        opted_out=len(pages) - len(shown),
+        files=len(writer.paths),
+        written=writer.written,
+        unchanged=writer.unchanged,
+        removed=removed,
+    )
+
+
+def _row_order(page: ServerPage) -> tuple[str, str]:
+    return (page.history.latest.observed_at, page.id)
+
+
+def _row(page: ServerPage, now: dt.datetime) -> dict[str, Any]:
+    latest = page.history.latest
+    return {
+        "id": page.id,
+        "name": latest.name,
+        "source": latest.source,
+        "tools": latest.tools,
+        "versions": len(page.history.versions),
+        "badge": page.badge,
+        "state": page.badge.state,
+        "last_change": latest.observed_at,
+    }
+
+
+def _recent_changes(pages: Mapping[str, ServerPage]) -> list[dict[str, Any]]:
+    items = [
+        (version, page, change)
+        for page in pages.values()
+        if not page.history.opted_out
+        for version, change in page.changes
+    ]
+    items.sort(key=lambda item: item[0].index, reverse=True)
+    return [
+        {"version": v, "id": p.id, "name": v.name, "change": c}
+        for v, p, c in items[:RECENT_CHANGES]
+    ]
+
+
+def _counts(view: LogView, pages: Mapping[str, ServerPage], now: dt.datetime) -> dict[str, int]:
+    day = now - dt.timedelta(hours=24)
+    changed_24h = sum(
+        1
+        for p in pages.values()
+        if not p.history.opted_out
+        and len(p.history.versions) > 1
+        and parse_time(p.history.latest.observed_at) > day
+    )
+    return {
+        "servers": sum(1 for p in pages.values() if not p.history.opted_out),
+        "entries": view.checkpoint.size,
+        "definitions": sum(
+            sum(v.counts.values()) for p in pages.values() for v in p.history.versions[-1:]
+        ),
+        "changed_24h": changed_24h,
+        "opted_out": sum(1 for p in pages.values() if p.history.opted_out),
+    }
+
+
+def _server_files(
+    view: LogView,
+    history: ServerHistory,
+    now: dt.datetime,
+    env: jinja2.Environment,
+    writer: SiteWriter,
+    context: Mapping[str, Any],
+) -> tuple[Badge, list[ChangeSummary | None]]:
+    """Every file of one server (page, badge, diff pages); its badge and change summaries."""
+    sid = history.id
+    badge, svg, endpoint = badge_for(history, now)
+    if history.opted_out:
+        writer.text(f"servers/{sid}.html", _render(env, "stub.html", **context, id=sid))
+        return badge, [None] * len(history.versions)
+    snapshots: dict[int, Snapshot] = {}
+    entries: list[dict[str, Any]] = []
+    summaries: list[ChangeSummary | None] = []
+    previous: Snapshot | None = None
+    for position, version in enumerate(history.versions):
+        snap = view.snapshot(version)
+        change = None if previous is None else change_view(previous, snap)
+        summaries.append(None if change is None else change.summary())
+        entries.append({"version": version, "change": change, "window": _window(history, position)})
+        snapshots[version.index] = snap
+        previous = snap
+    writer.write(f"badge/{sid}.svg", svg)
+    writer.write(f"badge/{sid}.json", endpoint)
+    latest = history.latest
+    pairs = _pairs(history)
+    writer.text(
+        f"servers/{sid}.html",
+        _render(
+            env,
+            "server.html",
+            **context,
+            id=sid,
+            history=history,
+            latest=latest,
+            entries=list(reversed(entries)),
+            badge=badge,
+            pairs=pairs,
+            definitions=_definitions(snapshots[latest.index]),
+            instructions=snapshots[latest.index].instructions,
+            run_command=run_command(latest),
+            page="server",
+        ),
+    )
+    by_index = {v.index: v for v in history.versions}
+    for a, b in pairs:
+        writer.text(
+            f"servers/{sid}/diff/{a}-{b}.html",
+            _render(
+                env,
+                "diff.html",
+                **context,
+                id=sid,
+                latest=latest,
+                a=by_index[a],
+                b=by_index[b],
+                change=change_view(snapshots[a], snapshots[b]),
+                page="diff",
+            ),
+        )
+    return badge, summaries
+
+
+PARALLEL_FROM: Final = 400
+"""Servers from which the per-server files are built by several processes."""
+
+_JOB: dict[str, Any] = {}
+"""What a forked worker builds from (set before the pool forks, read in the children)."""
+
+
+def _chunk(sids: list[str]) -> tuple[list[tuple[str, Badge, list[Any]]], set[str], int, int]:
+    view: LogView = _JOB["view"]
+    writer = SiteWriter(_JOB["out"], manifest=False)
+    env = environment()
+    done = [
+        (sid, *_server_files(view, view.servers[sid], _JOB["now"], env, writer, _JOB["context"]))
+        for sid in sids
+    ]
+    return done, writer.paths, writer.written, writer.unchanged
+
+
+def _workers() -> int:
+    import os
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
+def _all_servers(
+    view: LogView, now: dt.datetime, writer: SiteWriter, context: Mapping[str, Any]
+) -> dict[str, ServerPage]:
+    """Every server's files, in worker processes when the log is large and cores allow."""
+    sids = sorted(view.servers)
+    results: list[tuple[str, Badge, list[Any]]] = []
+    workers = _workers()
+    if len(sids) < PARALLEL_FROM or workers == 1:
+        env = environment()
+        results.extend(
+            (sid, *_server_files(view, view.servers[sid], now, env, writer, context))
+            for sid in sids
+        )
+    else:
+        import multiprocessing
+
+        size = -(-len(sids) // (workers * 8))
+        chunks = [sids[i : i + size] for i in range(0, len(sids), size)]
+        _JOB.update(view=view, now=now, out=writer.root, context=dict(context))
+        try:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                for done, paths, written, unchanged in pool.imap(_chunk, chunks):
+                    results.extend(done)
+                    writer.merge(paths, written, unchanged)
+        finally:
+            _JOB.clear()
+    pages: dict[str, ServerPage] = {}
+    for sid, badge, summaries in results:
+        history = view.servers[sid]
+        page = ServerPage(history, badge)
+        page.changes = list(zip(history.versions, summaries, strict=True))
+        pages[sid] = page
+    return pages
+
+
+def run_command(version: Version) -> str:
+    """The command that starts the server, when the log knows its package."""
+    import shlex
+
+    from toolpin.core.render import visible
+
+    package = version.package or {}
+    name, release = package.get("name"), package.get("version")
+    ecosystem = package.get("ecosystem")
+    if name and ecosystem == "npm":
+        spec = f"{name}@{release}" if release else name
+        return "npx -y " + shlex.quote(visible(spec))
+    if name and ecosystem == "pypi":
+        spec = f"{name}=={release}" if release else name
+        return "uvx " + shlex.quote(visible(spec))
+    return "<the server's command>"
+
+
+def _pairs(history: ServerHistory) -> list[tuple[int, int]]:
+    """Pairs of versions (log indices) with a diff page of their own: each of the latest
+    :data:`PAIR_VERSIONS` against the current one (neighbours are a change, shown on the
+    server page, so every older version is one step from a diff with the current)."""
+    indices = [v.index for v in history.versions[-PAIR_VERSIONS:]]
+    return [(a, indices[-1]) for a in indices[:-2]]
+
+
+def _definitions(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """The current definitions in full, per kind (every line made visible)."""
+    from toolpin.core.render import pretty_lines
+    from toolpin.core.snapshot import KINDS
+
+    out: list[dict[str, Any]] = []
+    for kind in KINDS:
+        listing = snapshot.listing(kind)
+        if listing is None:
+            continue
+        out.append(
+            {
+                "kind": kind.plural,
+                "items": [
+                    {
+                        "key": d.key,
+                        "hash": d.hash,
+                        "json": "\n".join(pretty_lines(d.value)),
+                    }
+                    for d in listing.items
+                ],
+            }
+        )
+    return out

@@ -1,0 +1,192 @@
+"""Atom (RFC 4287) feeds and their JSON Feed 1.1 mirrors.
+
+``feed.atom`` / ``feed.json`` (the whole log), ``feed/<id>.atom`` / ``.json`` (one server),
+``feed/label/<key>.atom`` / ``.json`` (changes carrying one label). An entry's id never
+changes: ``urn:toolpin:<origin>:<index>:<leaf hash>``. A feed's ``updated`` is its newest
+entry's time, never the build time. Entries carry labels, counts and links only: no text
+a server wrote other than its (visible-escaped) name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote
+
+import jinja2
+
+from toolpin.core.render import visible
+
+if TYPE_CHECKING:
+    from toolpin.site.build import ServerPage
+    from toolpin.site.model import LogView
+    from toolpin.site.output import SiteWriter
+
+MAX_ITEMS: Final = 200
+LABEL_KEY: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+EPOCH: Final = "1970-01-01T00:00:00Z"
+
+__all__ = ["FeedEntry", "entry_id", "write_feeds"]
+
+
+@dataclass(frozen=True)
+class FeedEntry:
+    id: str
+    title: str
+    updated: str
+    link: str
+    proof: str
+    summary: str
+    labels: tuple[str, ...]
+    index: int
+
+
+def entry_id(origin: str, index: int, leaf_hash: str) -> str:
+    """The stable id of the entry at ``index``: origin + index + leaf hash."""
+    return f"urn:toolpin:{quote(origin, safe='/.-_~')}:{index}:{leaf_hash}"
+
+
+def _xml_safe(text: str) -> str:
+    """Visible text with the two non-characters XML cannot carry escaped as well."""
+    return visible(text).replace("\ufffe", "\\u{fffe}").replace("\uffff", "\\u{ffff}")
+
+
+def _counts_text(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing listed"
+
+
+def _entries(view: LogView, pages: Mapping[str, ServerPage], base: str) -> list[FeedEntry]:
+    out: list[FeedEntry] = []
+    origin = view.checkpoint.origin
+    for page in pages.values():
+        if page.history.opted_out:
+            continue
+        name = _xml_safe(page.history.latest.name) or page.id
+        for version, change in page.changes:
+            counts = _counts_text(version.counts)
+            if change is None:
+                title = f"{name}: first recorded ({counts})"
+                labels: tuple[str, ...] = ()
+                summary = f"First recorded at entry {version.index}: {counts}."
+            else:
+                labels = change.label_keys
+                title = (
+                    f"{name}: changed ({change.rewritten + change.schema_only} changed, "
+                    f"{change.added} added, {change.removed} removed)"
+                )
+                summary = f"Entry {version.index}: {counts}; labels: {', '.join(labels) or 'none'}."
+            out.append(
+                FeedEntry(
+                    id=entry_id(origin, version.index, version.leaf_hash),
+                    title=title,
+                    updated=version.observed_at,
+                    link=f"{base}servers/{page.id}.html#entry-{version.index}",
+                    proof=f"{base}proof/{version.index}.tlog-proof",
+                    summary=summary,
+                    labels=labels,
+                    index=version.index,
+                )
+            )
+    out.sort(key=lambda e: e.index, reverse=True)
+    return out
+
+
+def _write(
+    env: jinja2.Environment,
+    writer: SiteWriter,
+    rel: str,
+    *,
+    title: str,
+    feed_id: str,
+    base: str,
+    alternate: str,
+    entries: Sequence[FeedEntry],
+) -> None:
+    chosen = list(entries[:MAX_ITEMS])
+    updated = max((e.updated for e in chosen), default=EPOCH)
+    atom = env.get_template("feed.atom").render(
+        title=title,
+        feed_id=feed_id,
+        updated=updated,
+        self_url=f"{base}{rel}.atom",
+        alternate=f"{base}{alternate}",
+        entries=chosen,
+    )
+    writer.text(f"{rel}.atom", atom)
+    document: dict[str, Any] = {
+        "version": "https://jsonfeed.org/version/1.1",
+        "title": title,
+        "home_page_url": f"{base}{alternate}",
+        "feed_url": f"{base}{rel}.json",
+        "items": [
+            {
+                "id": e.id,
+                "url": e.link,
+                "title": e.title,
+                "content_text": e.summary,
+                "date_published": e.updated,
+                "tags": list(e.labels),
+                "external_url": e.proof,
+            }
+            for e in chosen
+        ],
+    }
+    writer.text(
+        f"{rel}.json", json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+    )
+
+
+def write_feeds(
+    env: jinja2.Environment,
+    writer: SiteWriter,
+    view: LogView,
+    pages: Mapping[str, ServerPage],
+    base: str,
+) -> None:
+    """Every feed of the site."""
+    origin = view.checkpoint.origin
+    entries = _entries(view, pages, base)
+    _write(
+        env,
+        writer,
+        "feed",
+        title=f"toolpin log {_xml_safe(origin)}: every change",
+        feed_id=f"urn:toolpin:{quote(origin, safe='/.-_~')}:feed",
+        base=base,
+        alternate="index.html",
+        entries=entries,
+    )
+    by_server: dict[str, list[FeedEntry]] = {}
+    by_label: dict[str, list[FeedEntry]] = {}
+    for entry in entries:
+        sid = entry.link.rsplit("/", 1)[1].split(".", 1)[0]
+        by_server.setdefault(sid, []).append(entry)
+        for key in entry.labels:
+            if LABEL_KEY.fullmatch(key):
+                by_label.setdefault(key, []).append(entry)
+    for sid in sorted(by_server):
+        name = _xml_safe(pages[sid].history.latest.name) or sid
+        _write(
+            env,
+            writer,
+            f"feed/{sid}",
+            title=f"toolpin log: {name}",
+            feed_id=f"urn:toolpin:{quote(origin, safe='/.-_~')}:server:{sid}",
+            base=base,
+            alternate=f"servers/{sid}.html",
+            entries=by_server[sid],
+        )
+    for key in sorted(by_label):
+        _write(
+            env,
+            writer,
+            f"feed/label/{key}",
+            title=f"toolpin log: changes labelled {key}",
+            feed_id=f"urn:toolpin:{quote(origin, safe='/.-_~')}:label:{key}",
+            base=base,
+            alternate="index.html",
+            entries=by_label[key],
+        )
