@@ -1,6 +1,6 @@
-"""Loopback HTTP servers for the remote proxy tests: SDK servers run by uvicorn in a
-thread of the test process (so a test can change them mid-session), on a socket bound
-before the thread starts (no port race)."""
+"""Loopback HTTP servers for the remote proxy tests: ASGI apps (SDK servers) run by
+uvicorn in a thread of the test process, so a test can change them mid-session, on a
+socket bound before the app is built (its URL is known up front; no port race)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,21 @@ from typing import Any
 import uvicorn
 
 
-@contextmanager
-def serve_asgi(app: Any) -> Iterator[str]:
-    """Run an ASGI app on 127.0.0.1; yields ``http://127.0.0.1:PORT``."""
+def bound_socket() -> tuple[socket.socket, str]:
+    """A listening socket on 127.0.0.1 and its base URL ``http://127.0.0.1:PORT``."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
-    port = sock.getsockname()[1]
+    return sock, f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@contextmanager
+def serve_asgi(app: Any, sock: socket.socket | None = None) -> Iterator[str]:
+    """Run an ASGI app on 127.0.0.1; yields the base URL."""
+    if sock is None:
+        sock, _ = bound_socket()
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
@@ -33,7 +40,7 @@ def serve_asgi(app: Any) -> Iterator[str]:
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield base
     finally:
         server.should_exit = True
         thread.join(5)

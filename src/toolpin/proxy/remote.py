@@ -137,6 +137,11 @@ class _RemoteRelay:
             session = self.session
             if session is None:
                 continue
+            auth = getattr(self.channel, "_auth", None)
+            waiting = getattr(auth, "waiting_on_person", None)
+            if waiting is not None and waiting.is_set() and session.deadline is not None:
+                # A person is logging in: the check's clock stops meanwhile.
+                session.deadline = max(session.deadline, time.monotonic() + self.options.timeout)
             if session.deadline is not None:
                 session.on_deadline()
             if session.state in (RELEASED, BLOCKED):
