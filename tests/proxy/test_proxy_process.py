@@ -104,7 +104,7 @@ def test_spawn_failure_exits_127(toolpin_home: Path, tmp_path: Path) -> None:
 
 def test_import_path_is_light() -> None:
     code = (
-        "import sys, toolpin.__main__, toolpin.proxy.start, toolpin.proxy.session\n"
+        "import sys, toolpin.__main__, toolpin.proxy.start, toolpin.proxy.relay\n"
         "import toolpin.pins.store\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules}"
         " & {'mcp', 'mcp_types', 'pydantic', 'rich', 'click', 'anyio', 'httpx2'})\n"

@@ -30,13 +30,10 @@ path. The relay is hand-written (no library relays JSON-RPC lines with these che
 
 from __future__ import annotations
 
-import contextlib
+import enum
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import OrderedDict
@@ -61,7 +58,6 @@ from toolpin.core.wire import (
     request,
 )
 from toolpin.errors import JSONError, ListingError, ToolpinError
-from toolpin.proxy.spawn import spawn_server
 
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift
@@ -82,6 +78,7 @@ REASON_UNVERIFIED: Final = "could_not_verify"
 
 @dataclass
 class _Track:
+    id: Any  # the request's id as the client wrote it
     kind: Kind | None  # None: server/discover or initialize (instructions)
     seen: set[str] | None = None
 
@@ -199,16 +196,24 @@ def _is_request(msg: Any) -> bool:
     return isinstance(msg, dict) and "id" in msg and isinstance(msg.get("method"), str)
 
 
-# states
-INIT: Final = "init"
-HANDSHAKE: Final = "handshake"
-VERIFYING: Final = "verifying"
-RELEASED: Final = "released"
-BLOCKED: Final = "blocked"
+class State(enum.Enum):
+    """Where a session is. It only moves forward, except HANDSHAKE back to INIT when a
+    server refuses the opening request (a dual-era client then starts over)."""
+
+    INIT = "init"
+    """Nothing sent to the server yet but, perhaps, notifications held."""
+    HANDSHAKE = "handshake"
+    """The opening request (``initialize`` or ``server/discover``) is with the server."""
+    VERIFYING = "verifying"
+    """The proxy drains the listings with its own requests; the client's are held."""
+    RELEASED = "released"
+    """The check passed: traffic flows, and every listing is checked on its way."""
+    BLOCKED = "blocked"
+    """Drift, or could not verify: every request is answered with the error."""
 
 
 class Session:
-    """The proxy's state machine. Transport-free: it writes through two callbacks.
+    """The proxy's state machine. Transport-free: it acts through callbacks.
 
     Every method takes the session lock; callbacks are called with it held, so they must
     not call back into the session.
@@ -221,14 +226,17 @@ class Session:
         write_client: Callable[[bytes], None],
         log: Callable[[str], None],
         terminate_server: Callable[[], None],
+        close_server_input: Callable[[], None] = lambda: None,
     ) -> None:
         self.options = options
         self._write_server = write_server
         self._write_client = write_client
         self._log = log
         self._terminate_server = terminate_server
+        self._close_server_input = close_server_input
+        self._client_eof = False
         self._lock = threading.RLock()
-        self.state = INIT
+        self.state = State.INIT
         self._pinned: Snapshot | None = options.source.pinned()
         self._pinned_maps: dict[Kind, dict[str, str]] = {}
         self._queue: list[bytes] = []
@@ -265,19 +273,53 @@ class Session:
         """One complete line from the client."""
         with self._lock:
             state = self.state
-            if state == RELEASED:
+            if state is State.RELEASED:
                 self._client_released(line)
-            elif state == BLOCKED:
+            elif state is State.BLOCKED:
                 self._client_blocked(line)
-            elif state == INIT:
+            elif state is State.INIT:
                 self._client_init(line)
             else:
                 self._enqueue(line)
 
+    def on_client_eof(self) -> None:
+        """The client closed its side (half-close).
+
+        Nothing it sent is lost: a released session closes the server's input now; a
+        session still verifying keeps the held requests, forwards them after a clean
+        verdict (or answers them with the block error) and closes the server's input only
+        then.
+        """
+        with self._lock:
+            self._client_eof = True
+            if self.state is State.INIT or self.settled():
+                # INIT: no verdict is coming (a request queued before the handshake is
+                # answered when the server ends).
+                self._close_server_input()
+
+    def settled(self) -> bool:
+        """Released or blocked: no deadline can fire any more."""
+        state = self.state
+        return state is State.RELEASED or state is State.BLOCKED
+
+    def on_fault(self, exc: BaseException) -> None:
+        """An exception escaped a handler: stop as "could not verify" (never silently)."""
+        with self._lock:
+            if self.state is State.BLOCKED:
+                return
+            self._unverified(
+                f"toolpin hit an unexpected {type(exc).__name__} while relaying",
+                mid_session=self.state is State.RELEASED,
+                blocked_ids=self._tracked_ids(),
+            )
+
+    def _tracked_ids(self) -> list[Any]:
+        return [track.id for track in self._tracked.values()]
+
     def client_long_line(self, head: bytes) -> Callable[[bytes], None] | None:
         """A client line longer than :data:`MAX_INSPECT`: stream it when released."""
         with self._lock:
-            if self.state == RELEASED:
+            if self.state is State.RELEASED:
                 return self._write_server
         self._log("toolpin: dropped a client message larger than 64 MiB sent before release")
         return None
@@ -315,11 +357,11 @@ class Session:
                         seen = self._sequences.pop((kind, cursor), None)
                     else:
                         seen = None
-                    self._tracked[key] = _Track(kind, seen)
+                    self._tracked[key] = _Track(msg["id"], kind, seen)
                 elif method in ("server/discover", "initialize"):
                     # Both answers carry the instructions (a client that initializes
                     # again mid-session reads them again).
-                    self._tracked[key] = _Track(None)
+                    self._tracked[key] = _Track(msg["id"], None)
         self._write_server(line)
 
     def _client_blocked(self, line: bytes) -> None:
@@ -352,7 +394,7 @@ class Session:
             self._era = "modern"
             self._meta = meta
             self._own_discover_id = f"toolpin-discover-{os.getpid()}-{os.urandom(3).hex()}"
-            self.state = HANDSHAKE
+            self.state = State.HANDSHAKE
             self._arm_deadline()
             self._send(request(self._own_discover_id, "server/discover", {"_meta": dict(meta)}))
         else:
@@ -362,7 +404,7 @@ class Session:
         self._opening_id = msg["id"]
         self._opening_method = method
         self._opening_pending = True
-        self.state = HANDSHAKE
+        self.state = State.HANDSHAKE
         self._arm_deadline()
         self._write_server(line)
 
@@ -372,14 +414,14 @@ class Session:
         """One complete line from the server."""
         with self._lock:
             state = self.state
-            if state == RELEASED:
+            if state is State.RELEASED:
                 if not self._tracked and not _may_be_listing(line):
                     self._write_client(line)
                 else:
                     self._server_released(line)
-            elif state == BLOCKED:
+            elif state is State.BLOCKED:
                 return
-            elif state == INIT:
+            elif state is State.INIT:
                 self._held_server.append(line)
             else:
                 self._server_connecting(line)
@@ -387,10 +429,10 @@ class Session:
     def server_long_line(self, head: bytes) -> Callable[[bytes], None] | None:
         """A server line longer than :data:`MAX_INSPECT`: never forwarded unchecked."""
         with self._lock:
-            if self.state != BLOCKED:
+            if self.state is not State.BLOCKED:
                 self._unverified(
                     "a message too large to check (over 64 MiB) arrived",
-                    mid_session=self.state == RELEASED,
+                    mid_session=self.state is State.RELEASED,
                 )
         return None
 
@@ -415,18 +457,22 @@ class Session:
             return
         id_ = msg["id"]
         if (
-            self.state == HANDSHAKE
+            self.state is State.HANDSHAKE
             and self._opening_pending
             and _key(id_) == _key(self._opening_id)
         ):
             self._opening_answer(msg, line)
         elif (
-            self.state == HANDSHAKE
+            self.state is State.HANDSHAKE
             and self._own_discover_id is not None
             and id_ == self._own_discover_id
         ):
             self._own_discover_answer(msg)
-        elif self.state == VERIFYING and self._collector is not None and self._collector.owns(id_):
+        elif (
+            self.state is State.VERIFYING
+            and self._collector is not None
+            and self._collector.owns(id_)
+        ):
             try:
                 follow = self._collector.on_response(msg)
             except CollectError as exc:
@@ -473,7 +519,7 @@ class Session:
         self._opening_id = None
         self._opening_pending = False
         self._own_discover_id = None
-        self.state = INIT
+        self.state = State.INIT
         self._era = None
         self._meta = None
         self.deadline = None
@@ -505,7 +551,7 @@ class Session:
         self._back_to_init()
 
     def _start_collecting(self, capabilities: Any) -> None:
-        self.state = VERIFYING
+        self.state = State.VERIFYING
         self._arm_deadline()
         self._collector = ListingCollector(
             kinds_offered(capabilities),
@@ -524,11 +570,11 @@ class Session:
             if self.deadline is None or time.monotonic() < self.deadline:
                 return
             self.deadline = None
-            if self.state == VERIFYING:
+            if self.state is State.VERIFYING:
                 self._unverified("the server did not answer the check in time")
-            elif self.state == HANDSHAKE and self._own_discover_id is not None:
+            elif self.state is State.HANDSHAKE and self._own_discover_id is not None:
                 self._fail_opening("the server did not answer server/discover")
-            elif self.state == HANDSHAKE and self._opening_method == "server/discover":
+            elif self.state is State.HANDSHAKE and self._opening_method == "server/discover":
                 # A legacy server may ignore server/discover: answer it so that a dual-era
                 # client falls back to initialize.
                 message = (
@@ -544,7 +590,7 @@ class Session:
                     )
                 )
                 self._back_to_init()
-            elif self.state == HANDSHAKE:
+            elif self.state is State.HANDSHAKE:
                 self._unverified("the server did not answer initialize in time")
 
     # ---------------------------------------------------------------------------- verdict
@@ -603,7 +649,7 @@ class Session:
         return self.options.source.accepts_subset
 
     def _release(self) -> None:
-        self.state = RELEASED
+        self.state = State.RELEASED
         self.deadline = None
         if self._held_answer is not None:
             self._write_client(self._held_answer)
@@ -621,6 +667,8 @@ class Session:
         self._waiting.clear()
         for line in queue:
             self._client_released(line)
+        if self._client_eof:
+            self._close_server_input()
 
     # ----------------------------------------------------------------------------- blocks
 
@@ -657,7 +705,7 @@ class Session:
             self._write_json(error_response(id_, UNVERIFIED_ERROR, message, data))
 
     def _enter_blocked(self, blocked_ids: Sequence[Any]) -> None:
-        self.state = BLOCKED
+        self.state = State.BLOCKED
         self.deadline = None
         waiting = list(blocked_ids)
         if self._opening_pending or self._held_answer is not None:
@@ -863,7 +911,12 @@ class Session:
     def on_server_exit(self, code: int | None) -> int:
         """The server's stdout closed; returns the proxy's exit code."""
         with self._lock:
-            if self.state in (HANDSHAKE, VERIFYING) or (self.state == INIT and self._waiting):
+            state = self.state
+            if (
+                state is State.HANDSHAKE
+                or state is State.VERIFYING
+                or (state is State.INIT and self._waiting)
+            ):
                 self._unverified("the server exited before it could be verified")
             if self.exit_code is not None:
                 return self.exit_code
@@ -878,7 +931,7 @@ class Session:
         session stopped mid-session ends, so that requests already forwarded fail at once.
         """
         with self._lock:
-            return self.state == BLOCKED and not self.mid_session
+            return self.state is State.BLOCKED and not self.mid_session
 
 
 def _only_removals(drift: Drift) -> bool:
@@ -908,246 +961,3 @@ def _counts(snapshot: Snapshot) -> str:
     if snapshot.instructions is not None:
         parts.append("instructions")
     return ", ".join(parts)
-
-
-# -------------------------------------------------------------------------------- relay
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    written = os.write(fd, data)
-    if written == len(data):
-        return
-    view = memoryview(data)[written:]
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _blank(line: bytes) -> bool:
-    return len(line) <= 2 and not line.strip()
-
-
-def pump(
-    fd: int,
-    on_line: Callable[[bytes], None],
-    on_long: Callable[[bytes], Callable[[bytes], None] | None],
-) -> None:
-    """Read newline-delimited messages from ``fd`` until end of file.
-
-    Every complete line up to :data:`MAX_INSPECT` bytes goes to ``on_line`` whole, with
-    its newline (blank lines are skipped; a last line without one gets one). A longer
-    line is offered to ``on_long`` with its first bytes: it returns where to stream the
-    line, or ``None`` to drop it.
-    """
-    read = os.read
-    parts: list[bytes] = []
-    held = 0
-    sink: Callable[[bytes], None] | None = None
-    dropping = False
-    while True:
-        try:
-            data = read(fd, READ_SIZE)
-        except OSError:
-            data = b""
-        if not data:
-            if parts:
-                tail = b"".join(parts)
-                if tail.strip():
-                    on_line(tail + b"\n")
-            return
-        start = 0
-        if sink is not None or dropping:
-            nl = data.find(b"\n")
-            if nl < 0:
-                if sink is not None:
-                    sink(data)
-                continue
-            if sink is not None:
-                sink(data[: nl + 1])
-            sink = None
-            dropping = False
-            start = nl + 1
-        nl = data.find(b"\n", start)
-        if nl >= 0 and parts:
-            parts.append(data[start : nl + 1])
-            line = b"".join(parts)
-            parts = []
-            held = 0
-            if not _blank(line):
-                on_line(line)
-            start = nl + 1
-            nl = data.find(b"\n", start)
-        while nl >= 0:
-            line = data[start : nl + 1]
-            if not _blank(line):
-                on_line(line)
-            start = nl + 1
-            nl = data.find(b"\n", start)
-        if start < len(data):
-            rest = data[start:]
-            parts.append(rest)
-            held += len(rest)
-            if held > MAX_INSPECT:
-                sink = on_long(parts[0])
-                if sink is None:
-                    dropping = True
-                else:
-                    for part in parts:
-                        sink(part)
-                parts = []
-                held = 0
-
-
-class _Relay:
-    """Process plumbing: spawn, two reader threads, a watchdog, signals, exit."""
-
-    def __init__(self, argv: Sequence[str], options: ProxyOptions) -> None:
-        self.argv = list(argv)
-        self.options = options
-        self.client_in = sys.stdin.fileno()
-        self.client_out = sys.stdout.fileno()
-        self.out_lock = threading.Lock()
-        self.server_lock = threading.Lock()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.server_in: int | None = None
-        self.session: Session | None = None
-        self.exiting = threading.Event()
-
-    # writes (called with the session lock held; these locks are leaves)
-    def write_client(self, data: bytes) -> None:
-        with self.out_lock:
-            try:
-                _write_all(self.client_out, data)
-            except OSError:
-                session = self.session
-                code = session.exit_code if session is not None else None
-                self.shutdown(code if code is not None else 0)
-
-    def write_server(self, data: bytes) -> None:
-        with self.server_lock:
-            if self.server_in is None:
-                return
-            # An error means the server is gone; the stdout reader handles its exit.
-            with contextlib.suppress(OSError):
-                _write_all(self.server_in, data)
-
-    def log(self, text: str) -> None:
-        try:
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-
-    def close_server_stdin(self) -> None:
-        with self.server_lock:
-            if self.server_in is not None:
-                self.server_in = None
-                stdin = self.proc.stdin if self.proc is not None else None
-                if stdin is not None:  # closed through its owner: no double close
-                    with contextlib.suppress(OSError):
-                        stdin.close()
-
-    def terminate_server(self) -> None:
-        self.close_server_stdin()
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(OSError):
-                proc.terminate()
-
-    def shutdown(self, code: int) -> None:
-        """End the proxy now (from any thread): stop the server, exit with ``code``."""
-        if self.exiting.is_set():
-            return
-        self.exiting.set()
-        self.terminate_server()
-        proc = self.proc
-        if proc is not None:
-            try:
-                proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.flush()
-        os._exit(code)
-
-    def spawn(self, proc: subprocess.Popen[bytes] | None) -> None:
-        if proc is None:
-            proc = spawn_server(self.argv, self.options.label)
-        self.proc = proc
-        assert proc.stdin is not None
-        self.server_in = proc.stdin.fileno()
-
-    def run(self, proc: subprocess.Popen[bytes] | None = None) -> int:
-        self.spawn(proc)
-        assert self.proc is not None and self.proc.stdout is not None
-        self.session = Session(
-            self.options,
-            write_server=self.write_server,
-            write_client=self.write_client,
-            log=self.log,
-            terminate_server=self.terminate_server,
-        )
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, self._forward_signal)
-        server_reader = threading.Thread(
-            target=self._pump_server, name="toolpin-server", daemon=True
-        )
-        server_reader.start()
-        threading.Thread(target=self._watchdog, name="toolpin-watchdog", daemon=True).start()
-        session = self.session
-        pump(self.client_in, session.on_client_line, session.client_long_line)
-        # The client closed its side: close the server's stdin and let it finish.
-        self.close_server_stdin()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        server_reader.join(timeout=5)
-        self.exiting.set()
-        return session.on_server_exit(self.proc.wait())
-
-    def _forward_signal(self, signum: int, _frame: Any) -> None:
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(OSError):
-                proc.send_signal(signum)
-
-    def _watchdog(self) -> None:
-        # Deadlines exist only until the verdict: the thread ends at release or block.
-        while not self.exiting.is_set():
-            time.sleep(0.05)
-            session = self.session
-            if session is None:
-                continue
-            if session.deadline is not None:
-                session.on_deadline()
-            if session.state in (RELEASED, BLOCKED):
-                return
-
-    def _pump_server(self) -> None:
-        assert self.session is not None and self.proc is not None and self.proc.stdout is not None
-        session = self.session
-        pump(self.proc.stdout.fileno(), session.on_server_line, session.server_long_line)
-        code = session.on_server_exit(self.proc.wait())
-        if session.keeps_answering():
-            return  # the main thread answers the client with the error until it hangs up
-        self.shutdown(code)
-
-
-def run(
-    argv: Sequence[str],
-    options: ProxyOptions,
-    *,
-    proc: subprocess.Popen[bytes] | None = None,
-) -> int:
-    """Run the proxy until the client hangs up; returns the exit code.
-
-    ``proc`` is the server when it was already started (see :mod:`toolpin.proxy.start`);
-    otherwise ``argv`` is spawned here.
-    """
-    return _Relay(argv, options).run(proc)

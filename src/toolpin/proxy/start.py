@@ -63,7 +63,9 @@ def run_proxy(
     from pathlib import Path
 
     from toolpin.pins.store import PinStore, StorePinSource
-    from toolpin.proxy.session import ProxyOptions, run
+    from toolpin.proxy.channel import SubprocessChannel
+    from toolpin.proxy.relay import run
+    from toolpin.proxy.session import ProxyOptions
     from toolpin.util.console import wants_color
 
     try:
@@ -79,7 +81,7 @@ def run_proxy(
         color=wants_color(sys.stderr),
         quiet=quiet,
     )
-    return run(argv, options, proc=proc)
+    return run(options, SubprocessChannel(proc))
 
 
 def _locked_run(
@@ -146,7 +148,9 @@ def _locked_run(
 def _run_locked(locked: Any, *, label: str, timeout: float, quiet: bool) -> int:
     """Run the proxy with a team lock entry as the pin (no trust on first use)."""
     from toolpin.core.render import visible
-    from toolpin.proxy.session import ProxyOptions, run
+    from toolpin.proxy.channel import SubprocessChannel
+    from toolpin.proxy.relay import run
+    from toolpin.proxy.session import ProxyOptions
     from toolpin.util.console import wants_color
 
     if not quiet:
@@ -161,7 +165,7 @@ def _run_locked(locked: Any, *, label: str, timeout: float, quiet: bool) -> int:
         color=wants_color(sys.stderr),
         quiet=quiet,
     )
-    return run(locked.argv, options, proc=proc)
+    return run(options, SubprocessChannel(proc))
 
 
 def _home() -> str:
