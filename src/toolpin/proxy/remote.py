@@ -2,11 +2,13 @@
 
 The MCP client talks stdio to toolpin; toolpin talks HTTP to the server (Streamable HTTP,
 or the legacy HTTP+SSE transport). The check is the stdio proxy's own
-:class:`~toolpin.proxy.session.Session`, unchanged: held until verified, every listing
+:class:`~toolpin.proxy.session.Session` and :mod:`~toolpin.proxy.relay`, unchanged: held until verified, every listing
 checked for the whole session, both protocol eras, the same -31042/-31043 errors and the
-same review/approve flow. Only the server side differs: a remote channel
-(:mod:`toolpin.proxy.remote_http`, :mod:`toolpin.proxy.remote_sse`) turns client lines
-into HTTP requests and HTTP answers into server lines.
+same review/approve flow. Only the server side differs: :class:`RemoteChannel`, a
+:class:`~toolpin.proxy.channel.ServerChannel`, turns client lines into HTTP requests and
+HTTP answers into server lines (:mod:`toolpin.proxy.remote_http`,
+:mod:`toolpin.proxy.remote_sse`). A remote server that misbehaves in a way toolpin cannot
+classify ends the channel like a server process that died (the reason is on stderr).
 
 ``--transport auto`` (the default) starts with Streamable HTTP and falls back to HTTP+SSE
 when the server answers the first POST with 404 or 405, as the MCP specification's
@@ -15,158 +17,171 @@ backwards-compatibility section describes.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
+import queue
 import threading
 import time
 from typing import Any
 
 from toolpin.proxy.remote_target import RemoteTarget
-from toolpin.proxy.session import BLOCKED, RELEASED, ProxyOptions, Session, pump
-
-EXIT_FAULT = 2
+from toolpin.proxy.session import ProxyOptions, Session
 
 
-class _RemoteRelay:
-    """Client stdio on one side, a remote channel on the other, the session between."""
+class RemoteChannel:
+    """A :class:`~toolpin.proxy.channel.ServerChannel` over HTTP (see the module docs)."""
 
-    def __init__(self, target: RemoteTarget, options: ProxyOptions) -> None:
+    def __init__(self, target: RemoteTarget, *, log: Any) -> None:
         self.target = target
-        self.options = options
-        self.client_in = sys.stdin.fileno()
-        self.client_out = sys.stdout.fileno()
-        self.out_lock = threading.Lock()
-        self.exiting = threading.Event()
-        self.session: Session | None = None
-        self.channel: Any = None
+        self._log = log
+        self._out: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self._partial: list[bytes] = []
+        self._ended = threading.Event()
+        self._closing = False
         self._switch = threading.Lock()
+        self.code = 0
+        self.session: Session | None = None
+        self.inner: Any = self._new("sse" if target.transport == "sse" else "streamable-http")
+        self.inner.start(self._out.put, self._on_closed)
 
-    # ------------------------------------------------------------------ session callbacks
+    def _new(self, transport: str) -> Any:
+        if transport == "sse":
+            from toolpin.proxy.remote_sse import SseChannel
 
-    def write_client(self, data: bytes) -> None:
-        with self.out_lock:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self.client_out, view) :]
-            except OSError:
+            return SseChannel(self.target, log=self._log)
+        from toolpin.proxy.remote_http import StreamableHttpChannel
+
+        return StreamableHttpChannel(
+            self.target, log=self._log, allow_fallback=self.target.transport == "auto"
+        )
+
+    # ----------------------------------------------------------------- ServerChannel
+
+    def send(self, data: bytes) -> None:
+        """Client bytes: whole lines go out one request each (pieces are joined first)."""
+        if self._closing:
+            return
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                break
+            piece = data[start : nl + 1]
+            if self._partial:
+                self._partial.append(piece)
+                piece = b"".join(self._partial)
+                self._partial = []
+            self._send_line(piece)
+            start = nl + 1
+        if start < len(data):
+            self._partial.append(data[start:])
+
+    def _send_line(self, line: bytes) -> None:
+        if line.strip():
+            with self._switch:
+                self.inner.send(line)
+
+    def receive(self) -> bytes:
+        if self._ended.is_set() and self._out.empty():
+            return b""
+        return self._out.get()
+
+    def close_input(self) -> None:
+        """Half-close without blocking: answers in flight finish, then the output ends."""
+        if self._closing:
+            return
+        self._closing = True
+
+        def finish() -> None:
+            with self._switch:
+                inner = self.inner
+            inner.close_input()
+            self._end(1 if inner.fault else 0)
+
+        threading.Thread(target=finish, name="toolpin-http-close", daemon=True).start()
+
+    def terminate(self, *, force: bool = False) -> None:
+        self._closing = True
+        with self._switch:
+            inner = self.inner
+        inner.terminate()
+        if force:
+            self._end(self.code)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if not self._ended.wait(timeout):
+            return None
+        return self.code
+
+    def interrupt(self, signum: int) -> None:
+        self.terminate()
+
+    # ------------------------------------------------------------------------ inside
+
+    def _end(self, code: int) -> None:
+        if self._ended.is_set():
+            return
+        self.code = code
+        self._ended.set()
+        self._out.put(b"")
+
+    def _on_closed(self, reason: str | None) -> None:
+        if reason == "fallback":
+            self._fall_back()
+            return
+        self._end(1 if reason else 0)
+
+    def _fall_back(self) -> None:
+        with self._switch:
+            old = self.inner
+            self._log(
+                f"toolpin: {self.target.label} does not speak Streamable HTTP; "
+                "using the HTTP+SSE transport"
+            )
+            new = self._new("sse")
+            with old._cond:
+                pending = [x for x in old._queue if x is not None]
+                old._queue.clear()
+            self.inner = new
+            new.start(self._out.put, self._on_closed)
+            if old.fallback_line is not None:
+                new.send(old.fallback_line)
+            for line in pending:
+                new.send(line)
+
+    def hold_deadline(self, timeout: float) -> None:
+        """While a person is in the browser step, the check's clock stands still."""
+
+        def watch() -> None:
+            while not self._ended.is_set():
+                time.sleep(0.2)
+                auth = getattr(self.inner, "_auth", None)
+                waiting = getattr(auth, "waiting_on_person", None)
                 session = self.session
-                code = session.exit_code if session is not None else None
-                self.shutdown(code if code is not None else 0)
+                if session is None or waiting is None or not waiting.is_set():
+                    continue
+                deadline = session.deadline
+                if deadline is not None:
+                    session.deadline = max(deadline, time.monotonic() + timeout)
+                if session.settled():
+                    return
 
-    def write_server(self, data: bytes) -> None:
-        self.channel.send(data)
+        threading.Thread(target=watch, name="toolpin-http-clock", daemon=True).start()
 
-    def log(self, text: str) -> None:
+
+def run_remote(target: RemoteTarget, options: ProxyOptions) -> int:
+    """Run the proxy for a remote server until the client hangs up; the exit code."""
+    import sys
+
+    from toolpin.proxy.relay import Relay
+
+    def log(text: str) -> None:
         try:
             sys.stderr.write(text + "\n")
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
 
-    def terminate_server(self) -> None:
-        self.channel.terminate()
-
-    # --------------------------------------------------------------------------- channel
-
-    def _new_channel(self, transport: str) -> Any:
-        if transport == "sse":
-            from toolpin.proxy.remote_sse import SseChannel
-
-            return SseChannel(self.target, log=self.log)
-        from toolpin.proxy.remote_http import StreamableHttpChannel
-
-        return StreamableHttpChannel(
-            self.target, log=self.log, allow_fallback=self.target.transport == "auto"
-        )
-
-    def on_channel_closed(self, reason: str | None) -> None:
-        if reason == "fallback":
-            self._fall_back()
-            return
-        session = self.session
-        if session is None or self.exiting.is_set():
-            return
-        code = session.on_server_exit(EXIT_FAULT if reason else 0)
-        if session.keeps_answering():
-            return  # the main thread answers the client with the error until it hangs up
-        self.shutdown(code)
-
-    def _fall_back(self) -> None:
-        with self._switch:
-            old = self.channel
-            self.log(
-                f"toolpin: {self.target.label} does not speak Streamable HTTP; "
-                "using the HTTP+SSE transport"
-            )
-            new = self._new_channel("sse")
-            with old._cond:
-                pending = [x for x in old._queue if x is not None]
-                old._queue.clear()
-            self.channel = new
-            new.start(self._deliver, self.on_channel_closed)
-            if old.fallback_line is not None:
-                new.send(old.fallback_line)
-            for line in pending:
-                new.send(line)
-
-    def _deliver(self, line: bytes) -> None:
-        session = self.session
-        if session is not None and not self.exiting.is_set():
-            session.on_server_line(line)
-
-    # ---------------------------------------------------------------------------- ending
-
-    def shutdown(self, code: int) -> None:
-        """End the proxy now (from any thread)."""
-        if self.exiting.is_set():
-            return
-        self.exiting.set()
-        channel = self.channel
-        if channel is not None:
-            with contextlib.suppress(Exception):
-                channel.terminate()
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.flush()
-        os._exit(code)
-
-    def _watchdog(self) -> None:
-        while not self.exiting.is_set():
-            time.sleep(0.05)
-            session = self.session
-            if session is None:
-                continue
-            auth = getattr(self.channel, "_auth", None)
-            waiting = getattr(auth, "waiting_on_person", None)
-            if waiting is not None and waiting.is_set() and session.deadline is not None:
-                # A person is logging in: the check's clock stops meanwhile.
-                session.deadline = max(session.deadline, time.monotonic() + self.options.timeout)
-            if session.deadline is not None:
-                session.on_deadline()
-            if session.state in (RELEASED, BLOCKED):
-                return
-
-    def run(self) -> int:
-        transport = "sse" if self.target.transport == "sse" else "streamable-http"
-        self.channel = self._new_channel(transport)
-        self.session = Session(
-            self.options,
-            write_server=self.write_server,
-            write_client=self.write_client,
-            log=self.log,
-            terminate_server=self.terminate_server,
-        )
-        self.channel.start(self._deliver, self.on_channel_closed)
-        threading.Thread(target=self._watchdog, name="toolpin-watchdog", daemon=True).start()
-        session = self.session
-        pump(self.client_in, session.on_client_line, session.client_long_line)
-        # The client hung up: let answers in flight finish, end the server's session.
-        self.channel.close_input()
-        self.exiting.set()
-        return session.on_server_exit(EXIT_FAULT if self.channel.fault else 0)
-
-
-def run_remote(target: RemoteTarget, options: ProxyOptions) -> int:
-    """Run the proxy for a remote server until the client hangs up; the exit code."""
-    return _RemoteRelay(target, options).run()
+    channel = RemoteChannel(target, log=log)
+    relay = Relay(options, channel)
+    channel.session = relay.session
+    channel.hold_deadline(options.timeout)
+    return relay.run()
