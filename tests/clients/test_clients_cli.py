@@ -89,7 +89,7 @@ def test_plan_without_yes_writes_nothing(home: Path) -> None:
     assert f"Claude Desktop  {home}/.config/Claude/claude_desktop_config.json" in out
     assert "  + protect    filesystem\n" in out
     assert "@modelcontextprotocol/server-filesystem, newest version: not pinned" in out
-    assert "    remote: remote server: the proxy speaks stdio only" in out
+    assert "    remote: remote server: add --remote to protect it" in out
     assert "  + protect    db  (project /home/me/work/app)" in out
     assert "  + protect    time zone\n" in out
     assert out.rstrip().endswith("Nothing written. Run again with --yes to apply.")
