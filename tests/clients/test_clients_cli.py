@@ -228,13 +228,15 @@ def _wrap_on_a_terminal(home: Path, answer: bytes) -> tuple[int, str]:
 
 def test_on_a_terminal_wrap_asks_and_applies_only_on_yes(home: Path) -> None:
     before = snapshot(home)
-    code, out = _wrap_on_a_terminal(home, b"n\n")
+    # The first questions are about the three remote servers (wrap --remote protects them).
+    code, out = _wrap_on_a_terminal(home, b"n\nn\nn\nn\n")
     assert code == 0
+    assert "Also protect the remote server" in out
     assert "Protect" in out and "[y/N]" in out
     assert out.rstrip().endswith("Nothing written.")
     assert snapshot(home) == before
 
-    code, out = _wrap_on_a_terminal(home, b"y\n")
+    code, out = _wrap_on_a_terminal(home, b"n\nn\nn\ny\n")
     assert code == 0, out
     assert "wrote" in out
     desktop = json.loads((home / ".config/Claude/claude_desktop_config.json").read_text())
