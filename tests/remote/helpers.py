@@ -31,7 +31,9 @@ def through_toolpin(
 
 def browser_env(record: Path) -> dict[str, str]:
     """``TOOLPIN_BROWSER`` set to the scripted browser, recording into ``record``."""
-    return {"TOOLPIN_BROWSER": f"{shlex.quote(sys.executable)} {BROWSER} {shlex.quote(str(record))}"}
+    return {
+        "TOOLPIN_BROWSER": f"{shlex.quote(sys.executable)} {BROWSER} {shlex.quote(str(record))}"
+    }
 
 
 def audit_events(home: Path) -> list[str]:

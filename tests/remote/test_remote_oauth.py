@@ -31,9 +31,7 @@ def test_oauth_browser_step_then_stored_tokens(toolpin_home: Path, tmp_path: Pat
     sock, base = bound_socket()
     app = protected_server(base, provider)
     with serve_asgi(app.streamable_http_app(), sock):
-        params = through_toolpin(
-            toolpin_home, f"{base}/mcp", stderr=stderr, **browser_env(record)
-        )
+        params = through_toolpin(toolpin_home, f"{base}/mcp", stderr=stderr, **browser_env(record))
         anyio.run(use, params, "auto")
         opened = record.read_text().splitlines()
         assert len(opened) == 1

@@ -244,7 +244,6 @@ class JsonDocument(ConfigDocument):
             arr, index = self._node((*entry.path, "args")), argv_index - 1
         self._set(jsonc.insert_items(self._text, arr, index, [jsonc.dumps(i) for i in items]))
 
-
     def entry_text(self, entry: Entry) -> str | None:
         node = jsonc.find(self.root, entry.path)
         return None if node is None else self._text[node.start : node.end]
@@ -352,7 +351,6 @@ class TomlDocument(ConfigDocument):
                 sep = "," + after_comma
         encoded = "".join(json.dumps(i, ensure_ascii=False) + sep for i in items)
         table["args"] = _toml_value(text[:at] + encoded + text[at:])
-
 
     def entry_text(self, entry: Entry) -> str | None:
         table = self._table(entry)

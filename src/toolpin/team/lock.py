@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from toolpin.clients.config import ConfiguredServer, read_config
+from toolpin.clients.config import Config, ConfiguredServer, RemoteServer, read_config
 from toolpin.core.render import visible
 from toolpin.errors import (
     InputError,
@@ -246,6 +246,7 @@ def lock(
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         outcomes = list(pool.map(one, config.servers))
+        outcomes += pool.map(lambda r: _lock_remote(r, opts), config.remotes)
     entries = {o.name: o.entry for o in outcomes if o.entry is not None}
     wrote = False
     with _mutex(lock_path):
@@ -256,6 +257,7 @@ def lock(
             except LockfileError:
                 previous = {}
             ids = {s.name: s.server_id for s in config.servers}
+            ids.update((r.name, _remote_id(r, opts)) for r in config.remotes)
             for name, entry in previous.items():
                 if (
                     name not in entries
@@ -267,7 +269,7 @@ def lock(
             write_lock(lock_path, entries)
             wrote = True
     newest = sum(1 for o in outcomes if o.held)
-    return LockReport(lock_path, tuple(outcomes), config.skipped, wrote, newest)
+    return LockReport(lock_path, tuple(outcomes), _not_remote(config), wrote, newest)
 
 
 def _previous(lock_path: Path) -> Mapping[str, LockEntry]:
@@ -338,7 +340,8 @@ def check(
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         outcomes = list(pool.map(one, config.servers))
-    names = {s.name for s in config.servers}
+        outcomes += pool.map(lambda r: _check_remote(r, locked.get(r.name), opts), config.remotes)
+    names = {s.name for s in config.servers} | {r.name for r in config.remotes}
     for name in sorted(set(locked) - names):
         why = config.skip_reason(name)
         text = (
@@ -347,7 +350,7 @@ def check(
             else (f"in the lock but no longer locked by the config ({why})")
         )
         outcomes.append(ServerOutcome(name, "gone", text))
-    return LockReport(lock_path, tuple(outcomes), config.skipped)
+    return LockReport(lock_path, tuple(outcomes), _not_remote(config))
 
 
 def _check_one(
@@ -450,6 +453,80 @@ def _check_package(
             )
         argv = pinned
     return argv, label, note, None
+
+
+# ---------------------------------------------------------------------- remote servers
+
+
+def _not_remote(config: Config) -> tuple[tuple[str, str], ...]:
+    """The skipped servers, less the remote ones (those are locked too)."""
+    remote = {r.name for r in config.remotes}
+    return tuple((n, why) for n, why in config.skipped if n not in remote)
+
+
+def _remote_url(remote: RemoteServer, opts: _Options) -> str:
+    from toolpin.clients.config import expand
+
+    if not remote.url:
+        raise ProbeError("a remote server without a URL")
+    return expand(remote.url, opts.environ)
+
+
+def _remote_id(remote: RemoteServer, opts: _Options) -> str | None:
+    """The id ``toolpin run --name NAME --url URL`` uses (name + origin + path)."""
+    from toolpin.pins.serverid import remote_server_id
+
+    try:
+        return remote_server_id(_remote_url(remote, opts), remote.name)
+    except ProbeError:
+        return None
+
+
+def _probe_remote(remote: RemoteServer, opts: _Options) -> Snapshot:
+    """List a remote server over Streamable HTTP (the probe's own conversation). The URL
+    is the team's choice, so private and loopback addresses are allowed; link-local and
+    cloud metadata addresses never are."""
+    from toolpin.probe.http import probe_http
+    from toolpin.probe.ssrf import AddressPolicy
+
+    url = _remote_url(remote, opts)
+    if remote.transport == "sse":
+        raise ProbeError("the legacy HTTP+SSE transport is not probed; lock it over HTTP")
+    return probe_http(url, policy=AddressPolicy(allow_private=True), timeout=opts.timeout).snapshot
+
+
+def _lock_remote(remote: RemoteServer, opts: _Options) -> ServerOutcome:
+    try:
+        if opts.progress:
+            opts.progress(f"{remote.name}: listing the remote server")
+        snapshot = _probe_remote(remote, opts)
+    except ProbeError as exc:
+        return ServerOutcome(remote.name, "failed", exc.message)
+    entry = LockEntry(snapshot=snapshot, server_id=_remote_id(remote, opts))
+    tools = len(snapshot.tools) if snapshot.tools is not None else 0
+    return ServerOutcome(
+        remote.name, "locked", f"locked ({tools} tool{'s' if tools != 1 else ''}, remote)",
+        entry=entry,
+    )  # fmt: skip
+
+
+def _check_remote(remote: RemoteServer, entry: LockEntry | None, opts: _Options) -> ServerOutcome:
+    from toolpin.core.drift import compare
+
+    if entry is None:
+        return ServerOutcome(remote.name, "new", "not in the lock")
+    if entry.server_id is not None and entry.server_id != _remote_id(remote, opts):
+        return ServerOutcome(
+            remote.name, "moved", "its URL in the config changed since it was locked"
+        )
+    try:
+        observed = _probe_remote(remote, opts)
+    except ProbeError as exc:
+        return ServerOutcome(remote.name, "failed", f"could not check: {exc.message}")
+    drift = compare(entry.snapshot, observed)
+    if drift.ok:
+        return ServerOutcome(remote.name, "match", "matches the lock (remote)")
+    return ServerOutcome(remote.name, "changed", "changed since it was locked", drift=drift)
 
 
 # ---------------------------------------------------------------------- run --lock
