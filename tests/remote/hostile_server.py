@@ -40,18 +40,18 @@ class Handler(BaseHTTPRequestHandler):
     server: Hostile
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.server.requests.append(("GET", self.path, None))
         self._send(405, b"", "text/plain")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self.server.requests.append(("DELETE", self.path, None))
         self._send(200, b"", "text/plain")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("content-length", "0"))
         msg = json.loads(self.rfile.read(length))
         self.server.requests.append(("POST", self.path, msg))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, MCPError
+from mcp import Client
 
 from tests.proxy.harness import run_cli
 from tests.remote.helpers import through_toolpin

@@ -14,6 +14,7 @@ from mcp import Client
 from tests.remote.helpers import audit_events, browser_env, only_pin, through_toolpin
 from tests.remote.http_servers import bound_socket, serve_asgi
 from tests.remote.oauth_server import Provider, protected_server
+from tests.remote.test_remote_hostile import refusal
 
 
 async def use(params: object, mode: str = "auto") -> None:
@@ -95,15 +96,9 @@ def test_a_static_authorization_header_is_used_and_no_flow_starts(
             **browser_env(record),
         )
 
-        async def refused() -> None:
-            try:
-                async with Client(params, mode="legacy") as client:
-                    await client.list_tools()
-            except BaseException:  # noqa: BLE001 - any refusal will do
-                return
-            raise AssertionError("a wrong token was accepted")
-
-        anyio.run(refused)
+        error = anyio.run(refusal, params)
+        assert "refused the credentials (HTTP 401)" in error.error.message
+        assert "not-a-token" not in error.error.message
     assert not record.exists()
     assert not (toolpin_home / "oauth").exists()
     assert audit_events(toolpin_home) == []

@@ -65,8 +65,8 @@ def run_command(
     Put it before the server command in a client config:
     toolpin run --name files -- npx -y @modelcontextprotocol/server-filesystem /tmp
 
-    or give a remote server's URL:
-    toolpin run --name docs --url https://example.com/mcp --header 'Authorization: Bearer ${env:TOKEN}'
+    or give a remote server's URL (headers may name ${env:VAR}):
+    toolpin run --name docs --url https://example.com/mcp --header 'X-Api-Key: ${env:KEY}'
     """
     argv = list(command)
     if argv and argv[0] != "--" and argv[0].startswith("-"):

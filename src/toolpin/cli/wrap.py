@@ -188,7 +188,7 @@ def _ask_remote(yes: bool, dry_run: bool) -> bool | Callable[[Entry], bool]:
 
     def ask(entry: Entry) -> bool:
         from toolpin.core.render import visible
-        from toolpin.pins.serverid import identity_url
+        from toolpin.core.wire import identity_url
 
         where = visible(identity_url(entry.url)) if entry.url else "no URL"
         answer = click.prompt(

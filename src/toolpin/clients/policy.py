@@ -15,8 +15,9 @@ each product reads from a managed location:
 Every approved local server is normalised (an existing toolpin or mcp-pin wrapper is
 removed) and wrapped as ``<launcher> run --name <n> --lock <ABS> --only-locked -- <cmd>``;
 a remote server as ``<launcher> run --name <n> --lock <ABS> --only-locked --url <URL>``
-(its URL is denied where the product has a deny list, so it cannot be used unwrapped). Environment *values* are never written: entries
-forward variables by name, and a literal value in the approved list becomes a note.
+(its URL is denied where the product has a deny list, so it cannot be used unwrapped).
+Environment *values* are never written: entries forward variables by name, and a literal
+value in the approved list becomes a note.
 Output is deterministic, so the files can be reviewed and diffed.
 """
 
@@ -120,7 +121,9 @@ def read_approved(text: str) -> tuple[list[ApprovedServer], list[str]]:
                 for key, header in raw.items():
                     match = _ENV_REF.fullmatch(header) if isinstance(header, str) else None
                     if match:
-                        headers.append((str(key), "${env:" + (match.group(1) or match.group(2)) + "}"))
+                        headers.append(
+                            (str(key), "${env:" + (match.group(1) or match.group(2)) + "}")
+                        )
                     else:
                         literal_header = True
             servers.append(
@@ -330,8 +333,10 @@ def _cursor(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) -
                 "",
                 "and, for the remote servers (toolpin run --url):",
                 "",
-                "  *" + " ".join([*launcher, "run", "--name", "*", "--lock", lock,
-                                  "--only-locked", "--url", "*"]),
+                "  *"
+                + " ".join(
+                    [*launcher, "run", "--name", "*", "--lock", lock, "--only-locked", "--url", "*"]
+                ),
             ]
             if any(s.kind == "remote" for s in servers)
             else []
@@ -343,8 +348,7 @@ def _cursor(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) -
         "Or, instead, one exact entry per approved server:",
         "",
     ]
-    for s in servers:
-        lines.append("  *" + " ".join(wrapped_argv(s, launcher, lock)))
+    lines.extend("  *" + " ".join(wrapped_argv(s, launcher, lock)) for s in servers)
     lines += [
         "",
         'Also turn off "User MCP extensions", so extensions cannot add servers beside the list.',

@@ -11,7 +11,6 @@ its argument count.
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit
 
 from toolpin.errors import InputError
 
@@ -65,25 +64,10 @@ def server_id(argv: Sequence[str]) -> str:
     return _sha256_hex(data)[:ID_LENGTH]
 
 
-def identity_url(url: str) -> str:
-    """A remote server's URL as it identifies the server: ``scheme://host:port/path``
-    (lowercase scheme and host, the default port written out; no query, no credentials)."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is None:
-        port = 443 if scheme == "https" else 80
-    return f"{scheme}://{host}:{port}{parts.path or '/'}"
-
-
 def remote_server_id(url: str, name: str | None) -> str:
     """The id of a remote server: its name and :func:`identity_url`, never its headers."""
+    from toolpin.core.wire import identity_url  # not on the stdio start path
+
     return server_id(["toolpin-remote", name or "", identity_url(url)])
 
 

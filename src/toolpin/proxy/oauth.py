@@ -24,6 +24,7 @@ Imports ``mcp`` (and pydantic) only when a server asks for authorization.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -41,8 +42,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 
+from toolpin.core.wire import identity_url
 from toolpin.errors import ToolpinError
-from toolpin.pins.serverid import identity_url
 from toolpin.probe.ssrf import AddressPolicy, GuardError, address_class, check_url
 from toolpin.proxy.remote_target import RemoteTarget, is_loopback_host
 from toolpin.proxy.remote_wire import TransportFault, new_client
@@ -174,7 +175,7 @@ class _Callback:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 if parts.path != CALLBACK_PATH:
                     self.send_error(404)
@@ -192,7 +193,7 @@ class _Callback:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return  # the query holds the authorization code: never logged
 
         try:
@@ -231,14 +232,14 @@ def open_browser(url: str, log: Callable[[str], None]) -> None:
     elif sys.platform == "darwin":
         argv = ["open", url]
     elif os.name == "nt":  # pragma: no cover - Windows
-        os.startfile(url)  # type: ignore[attr-defined,unused-ignore]  # noqa: S606
+        os.startfile(url)  # type: ignore[attr-defined,unused-ignore]
         return
     elif shutil.which("xdg-open"):
         argv = ["xdg-open", url]
     if argv is None:
         return
     try:
-        subprocess.Popen(  # noqa: S603 - argv, never a shell
+        subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -276,10 +277,8 @@ class OAuthSession:
             with self._lock:
                 if time.monotonic() - self._refreshed_at > 5:
                     self._refreshed_at = time.monotonic()
-                    try:
-                        self._drive(None)
-                    except (AuthError, TransportFault):
-                        pass  # the server's 401 starts the full flow
+                    with contextlib.suppress(AuthError, TransportFault):
+                        self._drive(None)  # on failure the server's 401 starts the full flow
         return self._header
 
     def authorize(self, challenge: httpx2.Response) -> None:
@@ -395,8 +394,8 @@ class OAuthSession:
             raise AuthError(
                 f"cannot reach the authorization server ({type(exc).__name__})"
             ) from None
-        headers = [(k, v) for k, v in response.headers.multi_items()
-                   if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]  # fmt: skip
+        dropped = ("content-encoding", "content-length", "transfer-encoding")  # body is decoded
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in dropped]
         return httpx2.Response(
             response.status_code, headers=headers, content=b"".join(parts), request=request
         )

@@ -2,11 +2,11 @@
 
 The MCP client talks stdio to toolpin; toolpin talks HTTP to the server (Streamable HTTP,
 or the legacy HTTP+SSE transport). The check is the stdio proxy's own
-:class:`~toolpin.proxy.session.Session` and :mod:`~toolpin.proxy.relay`, unchanged: held until verified, every listing
-checked for the whole session, both protocol eras, the same -31042/-31043 errors and the
-same review/approve flow. Only the server side differs: :class:`RemoteChannel`, a
-:class:`~toolpin.proxy.channel.ServerChannel`, turns client lines into HTTP requests and
-HTTP answers into server lines (:mod:`toolpin.proxy.remote_http`,
+:class:`~toolpin.proxy.session.Session` and :mod:`~toolpin.proxy.relay`, unchanged: held
+until verified, every listing checked for the whole session, both protocol eras, the same
+-31042/-31043 errors and the same review/approve flow. Only the server side differs:
+:class:`RemoteChannel`, a :class:`~toolpin.proxy.channel.ServerChannel`, turns client lines
+into HTTP requests and HTTP answers into server lines (:mod:`toolpin.proxy.remote_http`,
 :mod:`toolpin.proxy.remote_sse`). A remote server that misbehaves in a way toolpin cannot
 classify ends the channel like a server process that died (the reason is on stderr).
 

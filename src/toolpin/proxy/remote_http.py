@@ -338,10 +338,10 @@ class StreamableHttpChannel:
             raise TransportFault(f"the server answered a request with HTTP {status}")
         kind = _content_type(response)
         if kind == "application/json":
-            lines = json_body_lines(_read_capped(response))
-            if lines is None:
+            parsed = json_body_lines(_read_capped(response))
+            if parsed is None:
                 raise TransportFault("the server's JSON answer is not a JSON-RPC message")
-            return self._deliver_all(lines, id_, method)
+            return self._deliver_all(parsed, id_, method)
         if kind == "text/event-stream":
             return self._read_events(response, id_, method)
         raise TransportFault("the server answered with a content type that is not JSON-RPC")
@@ -406,11 +406,15 @@ class StreamableHttpChannel:
     def _no_answer(self, id_: Any, status: int) -> None:
         if isinstance(id_, str) and id_.startswith(_OWN_PREFIX):
             raise TransportFault(f"the server did not answer toolpin's check (HTTP {status})")
-        text = (
-            f"toolpin: the remote server answered HTTP {status} without a JSON-RPC answer"
-            if status != 200
-            else "toolpin: the remote server's answer stream ended without an answer"
-        )
+        if status in (401, 403):
+            text = (
+                f"toolpin: the remote server refused the credentials (HTTP {status}); "
+                "check the --header values"
+            )
+        elif status != 200:
+            text = f"toolpin: the remote server answered HTTP {status} without a JSON-RPC answer"
+        else:
+            text = "toolpin: the remote server's answer stream ended without an answer"
         error = {"jsonrpc": "2.0", "id": id_, "error": {"code": -32603, "message": text}}
         self._deliver(json.dumps(error).encode() + b"\n")
 

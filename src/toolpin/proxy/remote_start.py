@@ -12,9 +12,14 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from toolpin.errors import ToolpinError
 from toolpin.proxy.start import _home, precheck_pin, refuse
+
+if TYPE_CHECKING:
+    from toolpin.pins.source import PinSource
+    from toolpin.proxy.remote_target import RemoteTarget
 
 
 def run_remote_proxy(
@@ -30,7 +35,8 @@ def run_remote_proxy(
 ) -> int:
     """Run ``toolpin run --url URL``; returns the exit code."""
     from toolpin.core.render import visible
-    from toolpin.proxy.remote_target import make_target, remote_server_id
+    from toolpin.pins.serverid import remote_server_id
+    from toolpin.proxy.remote_target import make_target
 
     label = name or "remote server"
     try:
@@ -45,16 +51,16 @@ def run_remote_proxy(
             server=remote_server_id(url, name) if "://" in url else None,
         )
     label = target.label
-    sid = target.server_id
+    sid = remote_server_id(target.url, target.name)
     from toolpin.proxy.session import ProxyOptions
     from toolpin.util.console import wants_color
 
+    source: PinSource | None = None
     if lock is not None or only_locked:
-        source = _locked_source(target, lock, only_locked=only_locked)
-        if isinstance(source, int):
-            return source
-    else:
-        source = None
+        locked = _locked_source(target, sid, lock, only_locked=only_locked)
+        if isinstance(locked, int):
+            return locked
+        source = locked
     if source is None:
         home = _home()
         problem = precheck_pin(os.path.join(home, "pins", f"{sid}.json"), sid)
@@ -85,13 +91,13 @@ def run_remote_proxy(
     return run_remote(target, options)
 
 
-def _locked_source(target: object, lock: str | None, *, only_locked: bool) -> object:
+def _locked_source(
+    target: RemoteTarget, sid: str, lock: str | None, *, only_locked: bool
+) -> PinSource | int | None:
     """The team lock's pin source for this remote server, ``None`` when the lock does not
     list it (and --only-locked is not given), or the exit code of a refusal."""
     from toolpin.core.render import visible
-    from toolpin.proxy.remote_target import RemoteTarget
 
-    assert isinstance(target, RemoteTarget)
     label = target.label
     quoted = json.dumps(visible(label), ensure_ascii=False)
     if lock is None:
@@ -99,7 +105,7 @@ def _locked_source(target: object, lock: str | None, *, only_locked: bool) -> ob
             label,
             "--only-locked needs --lock FILE",
             f"toolpin did not start {quoted}: --only-locked needs --lock. See the server log.",
-            server=target.server_id,
+            server=sid,
         )
     from toolpin.team.run import prepare_locked_remote
 
@@ -110,7 +116,7 @@ def _locked_source(target: object, lock: str | None, *, only_locked: bool) -> ob
             label,
             exc.diagnostics(),
             f"toolpin did not start {quoted}: its lock could not be used. See the server log.",
-            server=target.server_id,
+            server=sid,
             review="toolpin lock --check",
         )
     if source is None:
@@ -120,7 +126,7 @@ def _locked_source(target: object, lock: str | None, *, only_locked: bool) -> ob
                 f"it is not in {visible(lock)}, and --only-locked runs only servers the lock "
                 "approved",
                 f"toolpin did not start {quoted}: the lock does not approve it.",
-                server=target.server_id,
+                server=sid,
                 review="toolpin lock --check",
             )
         sys.stderr.write(

@@ -2,10 +2,9 @@
 
 * The URL must be ``http`` or ``https`` with a host and no credentials; plain ``http`` is
   accepted only for a loopback host (a token sent in clear to another machine is refused).
-* The **server id** is keyed by the name and the URL's origin and path
-  (``["toolpin-remote", NAME, "https://host:443/mcp"]``, hashed like a command line), so a
-  query string, headers and tokens never change it and never reach a pin, a lock or an
-  error.
+* The **server id** (:func:`toolpin.pins.serverid.remote_server_id`) is keyed by the name
+  and the URL's origin and path (:attr:`RemoteTarget.key_url`), so a query string, headers
+  and tokens never change it and never reach a pin, a lock or an error.
 * ``--header 'K: V'`` values may hold ``${env:VAR}`` (or ``${VAR}``), expanded from the
   environment at start, so secrets stay out of client config files. A missing variable
   refuses the start; the value is never printed.
@@ -20,8 +19,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from toolpin.core.wire import identity_url
 from toolpin.errors import InputError
-from toolpin.pins.serverid import identity_url, remote_server_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,11 +60,6 @@ class RemoteTarget:
     def key_url(self) -> str:
         """The URL as it identifies the server: scheme, host, port and path only."""
         return identity_url(self.url)
-
-    @property
-    def server_id(self) -> str:
-        """The pin store id (name + origin + path; never headers, query or tokens)."""
-        return remote_server_id(self.url, self.name)
 
     @property
     def label(self) -> str:
@@ -141,7 +135,7 @@ def parse_header(text: str, environ: Mapping[str, str] | None = None) -> tuple[s
         return found
 
     value = _ENV_REF.sub(expand, value.strip())
-    if any(ord(c) < 0x20 and c != "\t" or ord(c) == 0x7F for c in value):
+    if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in value):
         raise InputError(f"the header {name} has a control character in its value")
     return name, value
 

@@ -164,9 +164,9 @@ def same_origin(a: httpx2.URL, b: httpx2.URL) -> bool:
 
 def header_value(value: str) -> str:
     """A header value as the 2026-07-28 revision carries it (base64 sentinel if needed)."""
-    if value.isascii() and value.isprintable() and value == value.strip():
-        if not (value.startswith("=?base64?") and value.endswith("?=")):
-            return value
+    plain = value.isascii() and value.isprintable() and value == value.strip()
+    if plain and not (value.startswith("=?base64?") and value.endswith("?=")):
+        return value
     import base64
 
     return f"=?base64?{base64.b64encode(value.encode('utf-8')).decode('ascii')}?="

@@ -256,7 +256,7 @@ def lock(
                 previous = read_lock(lock_path).servers
             except LockfileError:
                 previous = {}
-            ids = {s.name: s.server_id for s in config.servers}
+            ids: dict[str, str | None] = {s.name: s.server_id for s in config.servers}
             ids.update((r.name, _remote_id(r, opts)) for r in config.remotes)
             for name, entry in previous.items():
                 if (

@@ -191,7 +191,8 @@ def prepare_locked_remote(
     """The lock entry of a remote server (by ``--name`` first, then by its id, which is
     keyed by name and URL); ``None`` when the lock has no entry for it. Raises
     :class:`ToolpinError` when the lock is unusable or the entry names another URL."""
-    from toolpin.pins.serverid import identity_url, remote_server_id
+    from toolpin.core.wire import identity_url
+    from toolpin.pins.serverid import remote_server_id
 
     path = Path(lock_file)
     try:
