@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py
+
+# The proxy's framing fuzzer with a long budget (the normal suite runs 60 examples).
+fuzz: $(VENV)/.installed
+	TOOLPIN_FUZZ_EXAMPLES=$${TOOLPIN_FUZZ_EXAMPLES:-3000} $(BIN)/pytest -q tests/proxy/test_proxy_fuzz.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

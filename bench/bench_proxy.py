@@ -9,7 +9,9 @@ nothing.
     PYTHONPATH=src python bench/bench_proxy.py [--quick]
 
 Targets (issue 3): <= 50 us added per round trip, <= 60 ms added at start. The reference
-(mcp-pin, Node) adds about 170 us and 100-140 ms.
+(mcp-pin, Node) adds about 170 us and 100-140 ms. Issue 9: a mid-session 100-tool
+``tools/list`` adds <= 0.7 ms, ping <= 50 us over the relay that checks nothing, the 10 MB
+result at least as fast as before (about 150 MB/s here).
 """
 
 from __future__ import annotations
@@ -32,10 +34,13 @@ SRC = REPO / "src"
 
 SERVER = r"""
 import os, sys, json
+COUNT = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+ROTATE = len(sys.argv) > 3 and sys.argv[3] == "rotate"
 TOOLS = [{"name": f"tool{i}", "description": f"Tool number {i}.",
           "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}}
-         for i in range(3)]
+         for i in range(COUNT)]
 BIG = int(sys.argv[1]) if len(sys.argv) > 1 else 10 << 20
+turn = [0]
 out = sys.stdout.buffer
 def reply(id_, result):
     head = b'{"jsonrpc":"2.0","id":' + json.dumps(id_).encode()
@@ -52,6 +57,10 @@ for line in sys.stdin.buffer:
     m = msg["method"]
     if m == "initialize":
         reply(msg["id"], INIT)
+    elif m == "tools/list" and ROTATE and not str(msg["id"]).startswith("toolpin-"):
+        # The same set in another order each time: new bytes, no drift (a full check).
+        turn[0] = (turn[0] + 1) % len(TOOLS)
+        reply(msg["id"], json.dumps({"tools": TOOLS[turn[0]:] + TOOLS[:turn[0]]}).encode())
     elif m == "tools/list":
         reply(msg["id"], TOOLS_JSON)
     elif m == "tools/call" and msg["params"]["name"] == "big":
@@ -94,6 +103,7 @@ rl.on("line", (line) => {
 """
 
 PING = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n'
+LIST = b'{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n'
 CALL = (
     b'{"jsonrpc":"2.0","id":%d,"method":"tools/call",'
     b'"params":{"name":"echo","arguments":{"x":"hello"}}}\n'
@@ -162,8 +172,8 @@ class Peer:
         self.proc.stdout.close()
 
 
-def argv_direct() -> list[str]:
-    return [sys.executable, "-c", SERVER]
+def argv_direct(*args: str) -> list[str]:
+    return [sys.executable, "-c", SERVER, *args]
 
 
 def argv_node() -> list[str]:
@@ -301,7 +311,39 @@ def main() -> None:
             )
         d = results["direct", "big"]
         p = results["proxy", "big"]
+        b = results["bare", "big"]
         rows.append(("10 MB tool result, best of 3", ms(d), ms(p), ms(p - d)))
+        rows.append(("  a relay that checks nothing", ms(d), ms(b), ms(b - d)))
+        mb = (10 << 20) / (1 << 20)
+        rows.append(
+            (
+                "  throughput",
+                f"{mb / d:6.0f} MB/s",
+                f"{mb / p:6.0f} MB/s",
+                f"bare {mb / b:4.0f} MB/s",
+            )
+        )
+
+        # --- a mid-session 100-tool tools/list: every answer is checked against the pin.
+        # "same": the same bytes each time (the verified page is recognised); "rotated":
+        # the same tools in another order each time (new bytes: parsed and hashed).
+        lists = max(100, count // 10)
+        for variant in ("same", "rotated"):
+            server = argv_direct(str(1 << 10), "100", "rotate" if variant == "rotated" else "")
+            bare = [sys.executable, "-c", BARE_RELAY, *server]
+            timed: dict[str, float] = {}
+            for name, argv in (("direct", server), ("bare", bare), ("proxy", argv_proxy(server))):
+                peer = Peer(argv, env_for(Path(tmp) / f"list-{variant}"))
+                peer.handshake()
+                sequential(peer, LIST, 20)  # warm up
+                timed[name] = statistics.median(sequential(peer, LIST, lists))
+                peer.close()
+            d, b, p = timed["direct"], timed["bare"], timed["proxy"]
+            rows.append(
+                (f"100-tool tools/list mid-session ({variant}), median", us(d), us(p), us(p - d))
+            )
+            rows.append(("  a relay that checks nothing, median", us(d), us(b), us(b - d)))
+            rows.append(("  toolpin over the relay that checks nothing", "", "", us(p - b)))
 
     width = max(len(r[0]) for r in rows)
     print(f"{'measurement':<{width}}  {'direct':>11}  {'toolpin':>11}  {'added':>12}")

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.proxy.readers import assert_readers_agree
+
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src"
 SERVERS = REPO / "tests" / "servers"
@@ -140,6 +142,10 @@ class Proxy:
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.received: list[bytes] = []
+        self.raw_out = bytearray()
+        """Every byte the proxy wrote to its client."""
+        self.check_readers = True
+        """Whether :meth:`wait` checks that every client reader reads the output alike."""
         self._stderr = bytearray()
         self._out = threading.Thread(target=self._read_out, daemon=True)
         self._err = threading.Thread(target=self._read_err, daemon=True)
@@ -155,6 +161,7 @@ class Proxy:
             data = os.read(fd, 1 << 16)
             if not data:
                 break
+            self.raw_out.extend(data)
             buffer += data
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
@@ -261,6 +268,10 @@ class Proxy:
         code = self.proc.wait(timeout=timeout)
         self._out.join(timeout=10)
         self._err.join(timeout=10)
+        if self.check_readers:
+            # Differential: Python, Node and a Go-style stream decoder read every line
+            # the proxy forwarded as the same single message.
+            assert_readers_agree(bytes(self.raw_out))
         return code
 
     @property

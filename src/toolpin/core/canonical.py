@@ -28,7 +28,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from toolpin.errors import JSONError
@@ -263,9 +263,35 @@ def canonical_bytes(value: JSONValue) -> bytes:
 # above U+FFFF (UTF-8 lead byte F0-F4) and one in U+E000..U+FFFF (lead byte EE or EF) in
 # the same text. All of it is read from one byte-class translation of the UTF-8 output.
 # A test may fire on text inside a string; that only costs the general path.
-_ENCODE: Final = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=True
-).encode
+def _reused_encoder() -> Callable[[Any], str]:
+    """The C encoder built once: ``JSONEncoder.encode`` builds a new one on every call,
+    which costs more than encoding a small definition. Same output, same errors."""
+    general = json.JSONEncoder(
+        ensure_ascii=False, separators=(",", ":"), allow_nan=False, sort_keys=True
+    )
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - a Python without the C accelerator
+        return general.encode
+
+    def default(value: Any) -> Any:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    # markers=None: no cycle check (parsed JSON has no cycles; a cycle is a RecursionError)
+    basestring = (
+        getattr(json.encoder, "c_encode_basestring", None) or json.encoder.encode_basestring
+    )
+    c_encode = make(None, default, basestring, None, ":", ",", True, False, False)
+
+    def encode(value: Any) -> str:
+        if type(value) is str:
+            return general.encode(value)
+        chunks: list[str] = c_encode(value, 0)
+        return "".join(chunks)
+
+    return encode
+
+
+_ENCODE: Final = _reused_encoder()
 
 
 def _byte_classes() -> bytes:

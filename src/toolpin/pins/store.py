@@ -94,8 +94,16 @@ class PinStore:
     def lock(self, server_id: str) -> Iterator[None]:
         """Hold the server's cross-process lock (read-modify-write sections)."""
         self.ensure()
-        with locked(self.pins_dir / f"{server_id}.lock", timeout=30.0):
+        path = self.pins_dir / f"{server_id}.lock"
+        try:
+            held = locked(path, timeout=30.0)
+            held.__enter__()
+        except OSError as exc:
+            raise unusable(path, exc) from None
+        try:
             yield
+        finally:
+            held.__exit__(None, None, None)
 
     # ------------------------------------------------------------------------------- read
 
@@ -107,8 +115,13 @@ class PinStore:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise self._corrupt(path, exc.strerror or str(exc)) from None
-        return self._decode(path, data, server_id)
+            raise unusable(path, exc) from None
+        try:
+            return self._decode(path, data, server_id)
+        except StoreError:
+            raise
+        except Exception as exc:  # anything else a damaged file provokes: still corrupt
+            raise self._corrupt(path, f"unreadable ({type(exc).__name__})") from None
 
     def _corrupt(self, path: Path, why: str) -> StoreError:
         return StoreError(
@@ -121,6 +134,8 @@ class PinStore:
         trusted = bytes_intact(data)
         try:
             doc = json.loads(data) if trusted else parse_json(data)
+        except RecursionError:
+            raise self._corrupt(path, "nested too deeply to be a pin file") from None
         except (JSONError, ValueError) as exc:
             raise self._corrupt(path, f"not valid JSON: {getattr(exc, 'message', exc)}") from None
         try:
@@ -169,7 +184,7 @@ class PinStore:
             try:
                 record = self.load(server_id)
             except StoreError as exc:
-                out.append((server_id, exc))
+                out.append((server_id, exc))  # only this server is unreadable
                 continue
             if record is not None:
                 out.append(record)
@@ -197,15 +212,21 @@ class PinStore:
         try:
             atomic_write(self.path_for(record.id), dumps_with_digest(doc), mode=0o600)
         except OSError as exc:
-            raise StoreError(
-                f"cannot write {self.path_for(record.id)}: {exc.strerror or exc}"
-            ) from None
+            raise unusable(self.path_for(record.id), exc, writing=True) from None
 
     def _audit(self, event: str, fields: dict[str, Any]) -> None:
         try:
             audit.append(self.audit_path, event, fields)
         except OSError as exc:
-            raise StoreError(f"cannot append to {self.audit_path}: {exc.strerror or exc}") from None
+            raise unusable(self.audit_path, exc, writing=True) from None
+        except (ValueError, KeyError, TypeError) as exc:  # a hand-edited entry
+            raise StoreError(
+                f"the audit log {self.audit_path} has a damaged last entry "
+                f"({type(exc).__name__})",
+                advice="toolpin records nothing until the audit log is repaired: restore it "
+                "from a backup, or move it aside to start a new chain (`toolpin audit` "
+                "verifies it). The pins themselves are unchanged.",
+            ) from None
 
     def pin_first(self, server_id: str, label: str, snapshot: Snapshot) -> tuple[PinRecord, bool]:
         """Trust on first use: pin ``snapshot`` unless another process pinned first.
@@ -320,6 +341,27 @@ class PinStore:
             except OSError as exc:
                 raise StoreError(f"cannot remove {path}: {exc.strerror or exc}") from None
             return True
+
+
+def unusable(path: Path, exc: OSError, *, writing: bool = False) -> StoreError:
+    """A store file the operating system refused: named for what it is (permission, a
+    read-only file system, a full disk), never called corrupt."""
+    import errno
+
+    why = exc.strerror or type(exc).__name__
+    verb = "write" if writing else "read"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        advice = (
+            f"Give this user read and write access to {path.parent} (or set TOOLPIN_HOME "
+            "to a store it owns). The pins were not changed."
+        )
+    elif exc.errno == errno.EROFS:
+        advice = "The store is on a read-only file system: remount it writable or set TOOLPIN_HOME."
+    elif exc.errno == errno.ENOSPC:
+        advice = "The disk is full: free some space. The pins were not changed."
+    else:
+        advice = "Check the store directory (permissions, disk, mount). The pins were not changed."
+    return StoreError(f"cannot {verb} the pin store file {path}: {why}", advice=advice)
 
 
 class NothingPending(ToolpinError):

@@ -100,9 +100,10 @@ class SubprocessChannel:
         fd = self._in
         if fd is None:
             return
-        # An error means the server is gone; the stdout reader sees its end.
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - try/except costs less than suppress() on the hot path
             write_all(fd, data)
+        except OSError:
+            pass  # the server is gone; the reader of its output sees the end
 
     def receive(self) -> bytes:
         try:

@@ -41,7 +41,6 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from toolpin.core.canonical import parse_json
 from toolpin.core.render import Line, to_text, visible
 from toolpin.core.snapshot import Definition, Identity, Kind, Listing, Snapshot
 from toolpin.core.wire import (
@@ -58,6 +57,7 @@ from toolpin.core.wire import (
     request,
 )
 from toolpin.errors import JSONError, ListingError, ToolpinError
+from toolpin.proxy.classify import OPAQUE, Message, Shape, Unclassified, classify
 
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift
@@ -81,6 +81,7 @@ class _Track:
     id: Any  # the request's id as the client wrote it
     kind: Kind | None  # None: server/discover or initialize (instructions)
     seen: set[str] | None = None
+    whole: bool = False  # a first page (no cursor): its answer may be remembered
 
 
 @dataclass
@@ -116,46 +117,12 @@ def _key(id_: Any) -> Hashable:
     return ("json", json.dumps(id_, sort_keys=True))
 
 
-def _relaxed(line: bytes) -> Any:
-    """Parse a line as leniently as any client might (bad UTF-8 becomes U+FFFD)."""
-    try:
-        return json.loads(line)
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return json.loads(line.decode("utf-8", "replace"))
-    except (ValueError, RecursionError):
-        return None
-
-
-_LISTING_KEYS: Final = (
-    b'"tools',
-    b'"prompts',
-    b'"resources',
-    b'"resourceTemplates',
-    b'"instructions',
-)
 MAX_FORWARDED: Final = 16384
 """Ids of client requests remembered (oldest forgotten first)."""
-
-
-def _may_be_listing(line: bytes) -> bool:
-    """Whether a server line could carry a listing or instructions (two byte scans).
-
-    Every member name a client reads as a listing (``"tools"``, ``"prompts"``,
-    ``"resources"``, ``"resourceTemplates"``) or as instructions ends in ``s"``; spelling
-    one with escapes needs ``\\u``. A false positive only costs a parse.
-    """
-    if b"\\u" in line:
-        return True
-    at = line.find(b's"')
-    while at >= 0:
-        end = at + 1
-        for key in _LISTING_KEYS:
-            if line.endswith(key, 0, end):
-                return True
-        at = line.find(b's"', at + 2)
-    return False
+MAX_DROP_NOTES: Final = 10
+"""Dropped server lines named one by one on stderr (the rest are counted)."""
+INVALID_REQUEST: Final = -32600
+_ABSENT: Final = object()
 
 
 _WATCHED: Final = re.compile(rb"/list|discover|initializ|\\")
@@ -185,15 +152,36 @@ def _request_id(line: bytes) -> tuple[bool, Any]:
     return True, int(raw)
 
 
-def _loads(line: bytes) -> Any:
-    try:
-        return json.loads(line)
-    except (ValueError, RecursionError):
-        return _relaxed(line)
+def _as_dict(msg: Message) -> dict[str, Any]:
+    """A response as the collector reads it."""
+    if msg.error is not None:
+        return {"jsonrpc": "2.0", "id": msg.id, "error": msg.error}
+    return {"jsonrpc": "2.0", "id": msg.id, "result": msg.result}
 
 
-def _is_request(msg: Any) -> bool:
-    return isinstance(msg, dict) and "id" in msg and isinstance(msg.get("method"), str)
+def _valid_plain_id(value: Any) -> bool:
+    kind = type(value)
+    return kind is str or kind is int or (kind is float and value - value == 0.0)
+
+
+def _batch_refusal(batch: list[Any] | None) -> bytes:
+    """The answer to a JSON-RPC batch: an error per request in it (as a batch), or one
+    error with a null id when it holds none or is not well-formed."""
+    message = (
+        "toolpin does not relay JSON-RPC batches (MCP removed them in revision "
+        "2025-06-18); send each message on its own line."
+    )
+    ids = [
+        m["id"]
+        for m in batch or ()
+        if isinstance(m, dict) and "id" in m and isinstance(m.get("method"), str)
+    ]
+    ids = [i for i in ids if _valid_plain_id(i)]
+    if not ids:
+        reply: Any = error_response(None, INVALID_REQUEST, message)
+    else:
+        reply = [error_response(i, INVALID_REQUEST, message) for i in ids]
+    return json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 class State(enum.Enum):
@@ -240,7 +228,7 @@ class Session:
         self._pinned: Snapshot | None = options.source.pinned()
         self._pinned_maps: dict[Kind, dict[str, str]] = {}
         self._queue: list[bytes] = []
-        self._held_server: list[bytes] = []
+        self._held_server: list[tuple[Message, bytes]] = []
         self._held_answer: bytes | None = None
         self._waiting: list[Any] = []  # ids of client requests queued before release
         self._opening_id: Any = None
@@ -257,6 +245,8 @@ class Session:
         # ids of client requests sent to the server, oldest first (popitem is O(1))
         self._forwarded: OrderedDict[Hashable, None] = OrderedDict()
         self._dropped_note = False
+        self.dropped = 0
+        self._verified: dict[Kind | None, tuple[bytes, bytes]] = {}
         self._sequences: dict[tuple[Kind, str], set[str]] = {}
         self.deadline: float | None = None
         self.exit_code: int | None = None
@@ -330,6 +320,25 @@ class Session:
         if len(forwarded) > MAX_FORWARDED:
             forwarded.popitem(last=False)
 
+    def _client_message(self, line: bytes) -> Message | None:
+        """Classify a client line; a batch or a malformed line is answered here with a
+        JSON-RPC error (and never forwarded), and ``None`` returned."""
+        try:
+            return classify(line)
+        except Unclassified as exc:
+            if exc.batch is not None or exc.reason.endswith("(JSON array)"):
+                self._write_client(_batch_refusal(exc.batch))
+            else:
+                self._write_json(
+                    error_response(
+                        None,
+                        INVALID_REQUEST,
+                        f"toolpin did not forward a line that is not one JSON-RPC message "
+                        f"({exc.reason}).",
+                    )
+                )
+            return None
+
     def _client_released(self, line: bytes) -> None:
         if _WATCHED.search(line) is None:
             found, id_ = _request_id(line)
@@ -337,60 +346,67 @@ class Session:
                 self._remember(_key(id_))
                 self._write_server(line)
                 return
-        msg = _loads(line)
-        if isinstance(msg, dict):
-            method = msg.get("method")
-            if method == "notifications/initialized" and self._skip_initialized:
-                self._skip_initialized = False  # the proxy already sent one
-                return
-            if "id" in msg and isinstance(method, str):
-                key = _key(msg["id"])
-                self._remember(key)
-                if method in LIST_METHODS:
-                    kind = LIST_METHODS[method]
-                    params = msg.get("params")
-                    cursor = params.get("cursor") if isinstance(params, dict) else None
-                    seen: set[str] | None
-                    if cursor is None:
-                        seen = set()
-                    elif isinstance(cursor, str):
-                        seen = self._sequences.pop((kind, cursor), None)
-                    else:
-                        seen = None
-                    self._tracked[key] = _Track(msg["id"], kind, seen)
-                elif method in ("server/discover", "initialize"):
-                    # Both answers carry the instructions (a client that initializes
-                    # again mid-session reads them again).
-                    self._tracked[key] = _Track(msg["id"], None)
+        msg = self._client_message(line)
+        if msg is None:
+            return
+        method = msg.method
+        if method == "notifications/initialized" and self._skip_initialized:
+            self._skip_initialized = False  # the proxy already sent one
+            return
+        if msg.shape is Shape.REQUEST:
+            key = _key(msg.id)
+            self._remember(key)
+            if method in LIST_METHODS:
+                kind = LIST_METHODS[method]
+                params = msg.params
+                cursor = params.get("cursor") if type(params) is dict else None
+                seen: set[str] | None
+                if cursor is None and params is not OPAQUE:
+                    seen = set()
+                elif isinstance(cursor, str):
+                    seen = self._sequences.pop((kind, cursor), None)
+                else:
+                    seen = None
+                self._tracked[key] = _Track(msg.id, kind, seen, whole=seen == set())
+            elif method in ("server/discover", "initialize"):
+                # Both answers carry the instructions (a client that initializes
+                # again mid-session reads them again).
+                self._tracked[key] = _Track(msg.id, None)
         self._write_server(line)
 
     def _client_blocked(self, line: bytes) -> None:
-        msg = _relaxed(line)
-        if _is_request(msg):
-            self._answer_blocked(msg["id"])
+        msg = self._client_message(line)
+        if msg is not None and msg.shape is Shape.REQUEST:
+            self._answer_blocked(msg.id)
 
-    def _enqueue(self, line: bytes) -> None:
+    def _enqueue(self, line: bytes, msg: Message | None = None) -> None:
+        if msg is None:
+            msg = self._client_message(line)
+            if msg is None:
+                return
         self._queue.append(line)
-        msg = _relaxed(line)
-        if _is_request(msg):
-            self._waiting.append(msg["id"])
+        if msg.shape is Shape.REQUEST:
+            self._waiting.append(msg.id)
 
     def _client_init(self, line: bytes) -> None:
-        msg = _relaxed(line)
-        if not _is_request(msg):
+        msg = self._client_message(line)
+        if msg is None:
+            return
+        if msg.shape is not Shape.REQUEST:
             self._queue.append(line)
             return
-        method = msg["method"]
+        method = msg.method
+        params = msg.params
         if method == "initialize":
             self._opening(msg, "initialize", line)
             self._era = "handshake"
         elif method == "server/discover":
             self._opening(msg, "server/discover", line)
             self._era = "modern"
-            self._meta = client_meta(msg.get("params"))
-        elif (meta := client_meta(msg.get("params"))) is not None:
+            self._meta = client_meta(params)
+        elif (meta := client_meta(params)) is not None:
             # 2026-07-28 without discover: hold the request, ask the server ourselves.
-            self._enqueue(line)
+            self._enqueue(line, msg)
             self._era = "modern"
             self._meta = meta
             self._own_discover_id = f"toolpin-discover-{os.getpid()}-{os.urandom(3).hex()}"
@@ -398,10 +414,10 @@ class Session:
             self._arm_deadline()
             self._send(request(self._own_discover_id, "server/discover", {"_meta": dict(meta)}))
         else:
-            self._enqueue(line)
+            self._enqueue(line, msg)
 
-    def _opening(self, msg: dict[str, Any], method: str, line: bytes) -> None:
-        self._opening_id = msg["id"]
+    def _opening(self, msg: Message, method: str, line: bytes) -> None:
+        self._opening_id = msg.id
         self._opening_method = method
         self._opening_pending = True
         self.state = State.HANDSHAKE
@@ -411,20 +427,59 @@ class Session:
     # ----------------------------------------------------------------------------- server
 
     def on_server_line(self, line: bytes) -> None:
-        """One complete line from the server."""
+        """One complete line from the server: classified once, then handled by state."""
         with self._lock:
             state = self.state
-            if state is State.RELEASED:
-                if not self._tracked and not _may_be_listing(line):
-                    self._write_client(line)
-                else:
-                    self._server_released(line)
-            elif state is State.BLOCKED:
+            if state is State.BLOCKED:
                 return
+            tracked = self._tracked
+            if tracked and state is State.RELEASED and self._verified_again(line):
+                return
+            try:
+                msg = classify(line, strict=bool(tracked) or state is not State.RELEASED)
+            except Unclassified as exc:
+                self._drop(exc)
+                return
+            if state is State.RELEASED:
+                self._server_released(msg, line)
             elif state is State.INIT:
-                self._held_server.append(line)
+                self._held_server.append((msg, line))
             else:
-                self._server_connecting(line)
+                self._server_connecting(msg, line)
+
+    def _drop(self, exc: Unclassified) -> None:
+        """A server line that is not exactly one JSON-RPC message: never forwarded.
+
+        Counted and named on stderr (never its text). A batch's requests are answered
+        with a JSON-RPC error. A line that could have been an answer (it starts like JSON
+        and is not plainly something else) stops a session that waits for the server's
+        answer to a check: the connect check, or a listing request of the client, which
+        therefore gets -31043 instead of waiting forever.
+        """
+        self.dropped += 1
+        count = self.dropped
+        if count <= MAX_DROP_NOTES:
+            self._log(
+                f"toolpin: dropped a line from {visible(self.options.label)}: {exc.reason}; "
+                f"it was not forwarded ({count} dropped so far)"
+            )
+            if count == MAX_DROP_NOTES:
+                self._log("toolpin: further dropped lines are only counted")
+        if exc.batch is not None and any(
+            isinstance(m, dict) and "id" in m and "method" in m for m in exc.batch
+        ):
+            self._write_server(_batch_refusal(exc.batch))
+        if not exc.suspect:
+            return
+        state = self.state
+        if state is State.HANDSHAKE or state is State.VERIFYING:
+            self._unverified(f"the server sent {exc.reason} while it was being checked")
+        elif state is State.RELEASED and self._tracked:
+            self._unverified(
+                f"the server sent {exc.reason} while a listing request was waiting",
+                mid_session=True,
+                blocked_ids=self._tracked_ids(),
+            )
 
     def server_long_line(self, head: bytes) -> Callable[[bytes], None] | None:
         """A server line longer than :data:`MAX_INSPECT`: never forwarded unchecked."""
@@ -436,26 +491,18 @@ class Session:
                 )
         return None
 
-    def _strict(self, line: bytes) -> Any:
-        """Parse a line the proxy must trust; ``None`` for a line that is not strict JSON."""
-        try:
-            return parse_json(line, max_depth=128)
-        except JSONError:
-            return None
-
-    def _server_connecting(self, line: bytes) -> None:
-        msg = self._strict(line)
-        if msg is None:
-            loose = _relaxed(line)
-            if isinstance(loose, dict) and "id" in loose and self._is_ours(loose.get("id")):
-                self._unverified("the server repeated a JSON member name or sent malformed JSON")
-                return
-            self._held_server.append(line)
+    def _server_connecting(self, msg: Message, line: bytes) -> None:
+        if msg.shape is not Shape.RESPONSE:
+            self._held_server.append((msg, line))  # a notification or a server request
             return
-        if not isinstance(msg, dict) or "id" not in msg or "method" in msg:
-            self._held_server.append(line)  # a notification or a server request: held
+        id_ = msg.id
+        ours = self._is_ours(id_)
+        if ours and msg.result is not None and not msg.strict:
+            self._unverified(
+                "the server's answer could not be checked (a repeated member name, "
+                "nesting too deep or a number no client reads exactly)"
+            )
             return
-        id_ = msg["id"]
         if (
             self.state is State.HANDSHAKE
             and self._opening_pending
@@ -474,7 +521,7 @@ class Session:
             and self._collector.owns(id_)
         ):
             try:
-                follow = self._collector.on_response(msg)
+                follow = self._collector.on_response(_as_dict(msg))
             except CollectError as exc:
                 self._unverified(exc.reason)
                 return
@@ -483,7 +530,7 @@ class Session:
             if self._collector.done:
                 self._verdict()
         else:
-            self._held_server.append(line)
+            self._held_server.append((msg, line))
 
     def _is_ours(self, id_: Any) -> bool:
         if self._opening_pending and _key(id_) == _key(self._opening_id):
@@ -492,9 +539,9 @@ class Session:
             return True
         return self._collector is not None and self._collector.owns(id_)
 
-    def _opening_answer(self, msg: dict[str, Any], line: bytes) -> None:
+    def _opening_answer(self, msg: Message, line: bytes) -> None:
         self._opening_pending = False
-        result = msg.get("result")
+        result = msg.result
         if not isinstance(result, dict):
             # The server refused the handshake (a legacy server answering server/discover):
             # pass the answer on at once so a dual-era client can fall back immediately.
@@ -524,8 +571,8 @@ class Session:
         self._meta = None
         self.deadline = None
 
-    def _own_discover_answer(self, msg: dict[str, Any]) -> None:
-        result = msg.get("result")
+    def _own_discover_answer(self, msg: Message) -> None:
+        result = msg.result
         if not isinstance(result, dict):
             self._fail_opening("the server did not answer server/discover")
             return
@@ -608,10 +655,8 @@ class Session:
         if self._pinned is None:
             try:
                 pinned, created = source.pin_first(observed)
-            except ToolpinError as exc:
-                self._unverified(
-                    f"the pin store could not be written: {exc.message}", stderr_only=True
-                )
+            except Exception as exc:  # any store fault fails closed, cleanly
+                self._store_failed(exc, "pinning it", mid_session=False)
                 return
             self._pinned = pinned
             self._index_pin(pinned)
@@ -655,9 +700,8 @@ class Session:
             self._write_client(self._held_answer)
             self._held_answer = None
         held, self._held_server = self._held_server, []
-        for line in held:
-            msg = _relaxed(line)
-            if isinstance(msg, dict) and "id" in msg and "method" not in msg:
+        for msg, line in held:
+            if msg.shape is Shape.RESPONSE:
                 # Nothing of the client's reached the server but the opening request, so
                 # a held answer is to a request the client has not sent: never forwarded.
                 self._drop_unasked()
@@ -733,11 +777,48 @@ class Session:
         self._drift = drift
         self.mid_session = mid_session
         self.exit_code = EXIT_DRIFT
+        self._report(drift, mid_session=mid_session)
         try:
             self.options.source.record_drift(observed, drift, mid_session=mid_session)
-        except ToolpinError as exc:
-            self._log(f"toolpin: could not store the observation for review: {exc.message}")
-        self._report(drift, mid_session=mid_session)
+        except Exception as exc:  # any store fault fails closed, cleanly
+            self._store_failed(
+                exc, "recording the change", mid_session=mid_session, blocked_ids=blocked_ids
+            )
+            return
+        self._enter_blocked(blocked_ids)
+
+    def _store_failed(
+        self,
+        exc: Exception,
+        doing: str,
+        *,
+        mid_session: bool,
+        blocked_ids: Sequence[Any] = (),
+    ) -> None:
+        """A fault of the pin store (any exception): -31043 naming the store, one line
+        on stderr saying what is wrong with it, the server stopped, exit 2."""
+        if isinstance(exc, ToolpinError):
+            why = exc.message
+            advice = f" {exc.advice}" if exc.advice else ""
+        elif isinstance(exc, OSError):
+            why = f"{exc.strerror or type(exc).__name__}" + (
+                f" ({exc.filename})" if exc.filename else ""
+            )
+            advice = (
+                " Check the store directory (permissions, disk, mount); the pins were not changed."
+            )
+        else:
+            why = f"an unexpected {type(exc).__name__}"
+            advice = " The pins were not changed."
+        self.block_reason = "unverified"
+        self._drift = None
+        self._unverified_reason = "its pin store failed; see the server log"
+        self.mid_session = mid_session
+        self.exit_code = EXIT_UNVERIFIED
+        self._log(
+            f"toolpin: stopped {visible(self.options.label)}: the pin store failed while "
+            f"{doing}: {visible(why)}.{advice} Nothing was forwarded."
+        )
         self._enter_blocked(blocked_ids)
 
     def _unverified(
@@ -786,47 +867,81 @@ class Session:
         for listing in pin.listings():
             self._pinned_maps[listing.kind] = {d.key: d.hash for d in listing.items}
 
-    def _server_released(self, line: bytes) -> None:
-        loose = _relaxed(line)
-        track = None
-        id_: Any = None
-        if isinstance(loose, dict) and "id" in loose and "method" not in loose:
-            id_ = loose["id"]
-            key = _key(id_)
-            track = self._tracked.pop(key, None)
-            asked = key in self._forwarded
-            self._forwarded.pop(key, None)
-            if track is None and not asked and _may_be_listing(line):
-                # An answer to a request the client has not sent (yet): a client that
-                # sends it a moment later would take this unchecked listing.
-                self._drop_unasked()
-                return
-        if track is None:
-            self._write_client(line)
+    def _server_released(self, msg: Message, line: bytes) -> None:
+        if msg.shape is not Shape.RESPONSE:
+            self._write_client(line)  # a server request or notification
             return
-        msg = self._strict(line)
-        if not isinstance(msg, dict):
-            self._unverified(
-                "the server repeated a JSON member name or sent malformed JSON in a listing",
-                mid_session=True,
-                blocked_ids=[id_],
-            )
+        key = _key(msg.id)
+        if self._forwarded.pop(key, _ABSENT) is _ABSENT:
+            # An answer to a request the client has not sent (yet): a client that sends
+            # it a moment later would take it unchecked.
+            self._drop_unasked()
             return
-        result = msg.get("result")
-        if not isinstance(result, dict):
+        track = self._tracked.pop(key, None) if self._tracked else None
+        if track is None or msg.result is None:
             self._write_client(line)  # an error answer is the server's own business
             return
+        if not msg.strict:
+            self._unverified(
+                "a listing the proxy could not check (a repeated member name, nesting too "
+                "deep or a number no client reads exactly)",
+                mid_session=True,
+                blocked_ids=[track.id],
+            )
+            return
         try:
-            problem = self._check_result(track, result)
-        except (CollectError, ListingError) as exc:
+            problem = self._check_result(track, msg.result)
+        except (CollectError, ListingError, JSONError) as exc:
             reason = exc.reason if isinstance(exc, CollectError) else exc.message
-            self._unverified(reason, mid_session=True, blocked_ids=[id_])
+            self._unverified(reason, mid_session=True, blocked_ids=[track.id])
             return
         if problem is None:
             self._write_client(line)
+            self._remember_verified(track, msg, line)
             return
         drift, observed = problem
-        self._block(drift, observed, mid_session=True, blocked_ids=[id_])
+        self._block(drift, observed, mid_session=True, blocked_ids=[track.id])
+
+    def _remember_verified(self, track: _Track, msg: Message, line: bytes) -> None:
+        """Keep a verified one-page answer so that the same bytes (less the id) need no
+        second check (a client that lists again and again costs one comparison)."""
+        if not track.whole or msg.id_span is None or "nextCursor" in msg.result:
+            return
+        start, end = msg.id_span
+        text = line.decode("utf-8")
+        head = text[:start].encode("utf-8")
+        tail = line[len(head) + len(text[start:end].encode("utf-8")) :]
+        self._verified[track.kind] = (head, tail)
+
+    def _verified_again(self, line: bytes) -> bool:
+        """Whether ``line`` is a verified page again, answering a tracked request; then
+        it is forwarded at once."""
+        for key, track in self._tracked.items():
+            if not track.whole:
+                continue
+            known = self._verified.get(track.kind)
+            if known is None:
+                continue
+            head, tail = known
+            if not (line.startswith(head) and line.endswith(tail)):
+                continue
+            if len(line) < len(head) + len(tail):
+                continue
+            middle = line[len(head) : len(line) - len(tail)]
+            # A plain scalar in place of the id keeps the verified line's structure.
+            if len(middle) > 300 or not middle.isascii() or b"\r" in middle:
+                continue
+            try:
+                id_ = json.loads(middle)
+            except ValueError:
+                continue
+            if not _valid_plain_id(id_) or _key(id_) != key:
+                continue
+            del self._tracked[key]
+            self._forwarded.pop(key, None)
+            self._write_client(line)
+            return True
+        return False
 
     def _drop_unasked(self) -> None:
         if not self._dropped_note:

@@ -73,6 +73,18 @@ def run_proxy(
     except ToolpinError as exc:
         kill_unused(proc)
         return _store_refusal(label, sid, exc.diagnostics())
+    except Exception as exc:  # any store fault: refuse cleanly, never a traceback
+        kill_unused(proc)
+        if isinstance(exc, OSError):
+            from toolpin.pins.store import unusable
+
+            why = unusable(Path(exc.filename or home), exc).diagnostics()
+        else:
+            why = (
+                f"the pin store could not be read ({type(exc).__name__})\n"
+                "Check the store directory; the pins were not changed."
+            )
+        return _store_refusal(label, sid, why)
     options = ProxyOptions(
         label=label,
         server_id=sid,
@@ -192,7 +204,11 @@ def precheck_pin(path: str, server: str) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return f"corrupt pin store: {path} ({exc.strerror or exc})"
+        from pathlib import Path
+
+        from toolpin.pins.store import unusable
+
+        return unusable(Path(path), exc).diagnostics()
     body = data.strip()
     if not (body.startswith(b"{") and body.endswith(b"}")):
         return f"corrupt pin store: {path} (not a complete JSON object)"

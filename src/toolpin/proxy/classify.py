@@ -1,0 +1,469 @@
+"""Strict classification of one JSON-RPC line: the proxy's allow-list.
+
+Every line a server writes goes through :func:`classify` exactly once, and only a line it
+accepts may reach the client. A line is accepted when it is exactly one JSON-RPC 2.0
+message of one of three shapes:
+
+* request: ``jsonrpc``, ``id``, ``method`` (a string), optional ``params``;
+* notification: ``jsonrpc``, ``method`` (a string), optional ``params``;
+* response: ``jsonrpc``, ``id``, and exactly one of ``result`` (an object) or ``error``
+  (an object with an integer ``code`` and a string ``message``), and no ``method``.
+
+``jsonrpc`` is exactly ``"2.0"``; an id is a string or a finite number. No other top-level
+member is accepted (so neither ``"method": null`` on a response nor a ``"Result"`` that a
+case-folding reader such as Go's ``encoding/json`` would take for ``result``). Member
+names are compared after JSON unescaping (``"res\\u0075lt"`` is ``result``), and a
+repeated top-level member is refused.
+
+Framing is newline-delimited: a line holds one value. Two values on a line, half a value,
+a carriage return anywhere but just before the newline (readers that split on ``\\r``
+would see two lines), invalid UTF-8, a byte order mark, ``NaN``/``Infinity`` and a batch
+(a JSON array; MCP removed batches in 2025-06-18) are all refused.
+
+Classification never depends on the interpreter's limits. The line is read by the
+standard library's C scanner, member by member; a value the C scanner refuses only for
+its size (an integer of more than 4,300 digits) or depth (past the recursion limit) is
+re-read by :func:`validate`, an iterative validator with no depth or length limit other
+than the line cap, and comes back as :data:`OPAQUE` (valid, not built). Such a message is
+forwarded when nothing needs its content, and refused where its content must be checked
+(the answer to a listing request).
+
+``strict=True`` parses ``result`` for checking: every object's member names must differ,
+also under Unicode case folding (Go's ``encoding/json`` matches struct fields that way),
+numbers are read as a JavaScript client reads them (:mod:`toolpin.core.canonical`), and
+``NaN``/``Infinity`` are refused. A result that fails only the strict reading is re-read
+plainly and flagged (:attr:`Message.strict` is ``False``), so an answer nobody checks is
+still forwarded.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections.abc import Callable
+from json import decoder as _decoder
+from typing import Any, Final, cast
+
+from toolpin.core.canonical import _js_int, _js_number
+
+OPAQUE: Final = object()
+"""A container value that is valid JSON but was not built (too deep or too large)."""
+
+
+class Shape(enum.Enum):
+    """The three message shapes."""
+
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESPONSE = "response"
+
+
+class Unclassified(Exception):
+    """A line that is not exactly one JSON-RPC message; never forwarded.
+
+    ``reason`` is toolpin's own words (never text from the line); ``suspect`` is true when
+    the line starts like a JSON value (``{`` or ``[``), so that a lenient reader might
+    make a message of it; ``batch`` holds the members of a well-formed JSON array.
+    """
+
+    def __init__(self, reason: str, *, suspect: bool = True, batch: list[Any] | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.suspect = suspect
+        self.batch = batch
+
+
+class Message:
+    """One classified message (``id`` and ``method`` are ``None`` when absent)."""
+
+    __slots__ = ("error", "id", "id_span", "method", "params", "result", "shape", "strict")
+
+    def __init__(
+        self,
+        shape: Shape,
+        id_: Any,
+        method: str | None,
+        params: Any,
+        result: Any,
+        error: Any,
+        strict: bool,
+        id_span: tuple[int, int] | None = None,
+    ) -> None:
+        self.id_span = id_span
+        """Where the id's value is in the decoded line (``None`` if not known)."""
+        self.shape = shape
+        self.id = id_
+        self.method = method
+        self.params = params
+        self.result = result
+        self.error = error
+        self.strict = strict
+
+
+class _Reject(Exception):
+    pass
+
+
+def _reject_constant(name: str) -> None:
+    raise _Reject(f"{name} is not JSON")
+
+
+def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Reject("a member name is repeated")
+    if len(pairs) > 1:
+        joined = "\x00".join(obj)
+        folded = joined.casefold()
+        if folded != joined and len(set(folded.split("\x00"))) != len(obj):
+            raise _Reject("two member names differ only in case")
+    return obj
+
+
+_Scan = Callable[[str, int], tuple[Any, int]]
+# The C scanners of the standard library (``scan_once`` is the documented-by-source hook
+# that ``raw_decode`` uses); ``scanstring`` reads one string after its opening quote.
+_PLAIN = json.JSONDecoder(parse_constant=_reject_constant)
+_STRICT = json.JSONDecoder(
+    object_pairs_hook=_strict_object,
+    parse_float=_js_number,
+    parse_int=_js_int,
+    parse_constant=_reject_constant,
+)
+_plain_scan: Final = cast(_Scan, getattr(_PLAIN, "scan_once"))  # noqa: B009
+_strict_scan: Final = cast(_Scan, getattr(_STRICT, "scan_once"))  # noqa: B009
+scanstring: Final = cast(
+    Callable[[str, int], tuple[str, int]],
+    getattr(_decoder, "scanstring"),  # noqa: B009
+)
+_WS: Final = re.compile(r"[ \t\n\r]*")
+_skip: Final = cast(Callable[[str, int], "re.Match[str]"], _WS.match)  # always matches
+_WS_CHARS: Final = " \t\n\r"
+_REQUEST_KEYS: Final = frozenset({"jsonrpc", "id", "method", "params"})
+_NOTIFICATION_KEYS: Final = frozenset({"jsonrpc", "method", "params"})
+_RESULT_KEYS: Final = frozenset({"jsonrpc", "id", "result"})
+_ERROR_KEYS: Final = frozenset({"jsonrpc", "id", "error"})
+_ANSWER_KEYS: Final = frozenset({"id", "result", "error"})
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _scan_failed(exc: BaseException) -> bool:
+    """Whether the C scanner failed for a limit of the interpreter, not for bad JSON."""
+    return isinstance(exc, RecursionError) or (
+        type(exc) is ValueError and "digits" in str(exc)  # int() over 4,300 digits
+    )
+
+
+def classify(line: bytes, *, strict: bool = False) -> Message:
+    """Classify one line (with or without its newline); raises :class:`Unclassified`."""
+    body = line[:-1] if line.endswith(b"\n") else line
+    if body.endswith(b"\r"):
+        body = body[:-1]
+    if b"\r" in body or b"\n" in body:
+        raise Unclassified("a line holding a carriage return or line break")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Unclassified("a line that is not UTF-8") from None
+    fast = _sdk_response(text, strict)
+    if fast is not None:
+        return fast
+    members, loose, span = _members(text, strict)
+    try:
+        msg = _shape(members, strict and not loose and not _SURROGATE_ESCAPE.search(text))
+    except Unclassified as exc:
+        # One JSON object but not a message: suspect only if a reader could take it
+        # for an answer (a member that is, or case-folds to, id, result or error).
+        exc.suspect = any(type(k) is str and k.casefold() in _ANSWER_KEYS for k in members)
+        raise
+    msg.id_span = span
+    return msg
+
+
+_ID_TOKEN: Final = r'(-?(?:0|[1-9][0-9]{0,14})|"[^"\\\x00-\x1f]{0,256}")'
+_SDK_HEAD: Final = re.compile(r'\{"jsonrpc":"2\.0","id":' + _ID_TOKEN + r',"result":')
+_SDK_TAIL: Final = re.compile(r',"jsonrpc":"2\.0","id":' + _ID_TOKEN + r"\}\Z")
+_TS_HEAD: Final = '{"result":'
+
+
+def _sdk_response(text: str, strict: bool) -> Message | None:
+    """The two ways the SDKs write a response, read with one scan of the result.
+
+    ``{"jsonrpc":"2.0","id":ID,"result":R}`` (Python, Go) and
+    ``{"result":R,"jsonrpc":"2.0","id":ID}`` (TypeScript), with no whitespace, a plain id
+    and an object ``R``: the top level is then exactly these three members, so only
+    ``R`` needs reading. Anything else (``None``) takes the general path.
+    """
+    head = _SDK_HEAD.match(text)
+    if head is not None:
+        start, token, span = head.end(), head.group(1), head.span(1)
+    elif text.startswith(_TS_HEAD):
+        start, token, span = len(_TS_HEAD), "", (0, 0)
+    else:
+        return None
+    try:
+        result, end = (_strict_scan if strict else _plain_scan)(text, start)
+    except Exception:  # the general path says what is wrong
+        return None
+    if type(result) is not dict:
+        return None
+    if head is not None:
+        if end != len(text) - 1 or text[end] != "}":
+            return None
+    else:
+        tail = _SDK_TAIL.match(text, end)
+        if tail is None:
+            return None
+        token, span = tail.group(1), tail.span(1)
+    id_: Any = token[1:-1] if token[0] == '"' else int(token)
+    checked = strict and _SURROGATE_ESCAPE.search(text) is None
+    return Message(Shape.RESPONSE, id_, None, None, result, None, checked, span)
+
+
+def _first(text: str) -> str:
+    start = _skip(text, 0).end()
+    return text[start : start + 1]
+
+
+def _members(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, int] | None]:
+    """The top-level members of the line's one object (values parsed), and whether the
+    result failed the strict reading."""
+    try:
+        return _walk(text, strict)
+    except _Reject as exc:
+        raise Unclassified(f"a line that is not JSON ({exc})") from None
+    except (ValueError, RecursionError, StopIteration, IndexError) as exc:
+        if isinstance(exc, (ValueError, RecursionError)) and _scan_failed(exc):
+            members = validate(text)  # big or deep: read without the interpreter's limits
+            if members is None:
+                raise Unclassified("a batch (JSON array)") from None
+            return members, True, None
+        if _first(text) == "[":
+            raise Unclassified("a malformed batch (JSON array)") from None
+        # Suspect unless plainly not JSON (a log line): a brace may start a message.
+        suspect = "{" in text or "[" in text
+        raise Unclassified("a line that is not exactly one JSON value", suspect=suspect) from None
+
+
+def _walk(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, int] | None]:
+    """The members of the top-level object, whether ``result`` failed the strict read,
+    and where the id's value is."""
+    i = 0
+    if text[0] in _WS_CHARS:
+        i = _skip(text, 0).end()
+    if text[i] != "{":
+        if text[i] == "[":
+            batch, end = _plain_scan(text, i)
+            if _skip(text, end).end() != len(text):
+                raise Unclassified("a malformed batch (JSON array)")
+            objects = any(type(m) is dict for m in batch)
+            raise Unclassified("a batch (JSON array)", suspect=objects, batch=batch)
+        raise StopIteration(i)
+    members: dict[str, Any] = {}
+    loose = False
+    span: tuple[int, int] | None = None
+    i += 1
+    if text[i] in _WS_CHARS:
+        i = _skip(text, i).end()
+    if text[i] == "}":
+        raise Unclassified("an empty JSON object")
+    while True:
+        if text[i] != '"':
+            raise StopIteration(i)
+        key, i = scanstring(text, i + 1)
+        if text[i] != ":":
+            i = _skip(text, i).end()
+            if text[i] != ":":
+                raise StopIteration(i)
+        i += 1
+        if text[i] in _WS_CHARS:
+            i = _skip(text, i).end()
+        if key in members:
+            raise Unclassified("a repeated top-level member")
+        if strict and key == "result":
+            try:
+                value, i = _strict_scan(text, i)
+            except Exception:  # any failure of the strict reading: re-read plainly
+                value, i = _plain_scan(text, i)
+                loose = True  # flagged: the result is not fit to check
+        elif key == "id":
+            at = i
+            value, i = _plain_scan(text, i)
+            span = (at, i)
+        else:
+            value, i = _plain_scan(text, i)
+        members[key] = value
+        char = text[i]
+        if char in _WS_CHARS:
+            i = _skip(text, i).end()
+            char = text[i]
+        if char == ",":
+            i += 1
+            if text[i] in _WS_CHARS:
+                i = _skip(text, i).end()
+            continue
+        if char != "}":
+            raise StopIteration(i)
+        break
+    i += 1
+    if i != len(text) and _skip(text, i).end() != len(text):
+        raise Unclassified("a line holding more than one JSON value")
+    return members, loose, span
+
+
+def _valid_id(value: Any) -> bool:
+    kind = type(value)
+    if kind is str or kind is int:
+        return True
+    return kind is float and value - value == 0.0  # finite
+
+
+def _shape(members: dict[str, Any], strict: bool) -> Message:
+    if members.get("jsonrpc") != "2.0" or type(members["jsonrpc"]) is not str:
+        raise Unclassified("a line that is not JSON-RPC 2.0")
+    keys = members.keys()
+    if "method" in members:
+        method = members["method"]
+        if type(method) is not str:
+            raise Unclassified("a message whose method is not a string")
+        params = members.get("params")
+        if params is not None and type(params) is not dict and params is not OPAQUE:
+            raise Unclassified("a message whose params are not an object")
+        if "id" in members:
+            if not keys <= _REQUEST_KEYS:
+                raise Unclassified("a request with a member JSON-RPC does not define")
+            if not _valid_id(members["id"]):
+                raise Unclassified("a request with an invalid id")
+            return Message(Shape.REQUEST, members["id"], method, params, None, None, False)
+        if not keys <= _NOTIFICATION_KEYS:
+            raise Unclassified("a notification with a member JSON-RPC does not define")
+        return Message(Shape.NOTIFICATION, None, method, params, None, None, False)
+    if "result" in members:
+        if keys != _RESULT_KEYS:
+            raise Unclassified("a response that is not exactly jsonrpc, id and result")
+        result = members["result"]
+        if type(result) is not dict and result is not OPAQUE:
+            raise Unclassified("a response whose result is not an object")
+        if not _valid_id(members["id"]):
+            raise Unclassified("a response with an invalid id")
+        ok = strict and result is not OPAQUE
+        return Message(Shape.RESPONSE, members["id"], None, None, result, None, ok)
+    if "error" in members:
+        if keys != _ERROR_KEYS:
+            raise Unclassified("an error response that is not exactly jsonrpc, id and error")
+        error = members["error"]
+        if error is not OPAQUE and not (
+            type(error) is dict
+            and type(error.get("code")) is int
+            and type(error.get("message")) is str
+            and error.keys() <= {"code", "message", "data"}
+        ):
+            raise Unclassified("a response with a malformed error object")
+        if not _valid_id(members["id"]):
+            raise Unclassified("an error response with an invalid id")
+        return Message(Shape.RESPONSE, members["id"], None, None, None, error, False)
+    raise Unclassified("a message that is neither a request, a notification nor a response")
+
+
+# ------------------------------------------------------------------- the limit-free reader
+
+_TOKEN: Final = re.compile(
+    r'[ \t\n\r]*(?:(")|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)'
+    r"|(true|false|null)|([{}\[\],:]))"
+)
+_STRING_BODY: Final = re.compile(r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
+_LITERALS: Final = {"true": True, "false": False, "null": None}
+
+
+def validate(text: str) -> dict[str, Any] | None:
+    """Check that ``text`` is exactly one JSON value, with no depth or size limit.
+
+    Iterative (a stack of open containers), so nesting of any depth and numbers of any
+    length are read. Returns the top-level members when the value is an object, scalars
+    decoded and containers as :data:`OPAQUE` (a number that Python cannot hold exactly is
+    ``OPAQUE`` too); ``None`` when it is an array. Raises :class:`Unclassified` otherwise.
+    """
+    match = _TOKEN.match
+    body = _STRING_BODY.match
+    stack: list[str] = []  # "{" or "["
+    members: dict[str, Any] = {}
+    top = ""
+    key: str | None = None
+    expect = "value"  # value | key | colon | comma | value_or_end | key_or_end
+    pos = 0
+    size = len(text)
+    while True:
+        token = match(text, pos)
+        if token is None:
+            if _skip(text, pos).end() == size and not stack and expect == "done":
+                break
+            raise Unclassified("a line that is not exactly one JSON value", suspect=top != "")
+        if expect == "done":
+            raise Unclassified("a line holding more than one JSON value")
+        pos = token.end()
+        quote, number, literal, punct = token.groups()
+        start = token.start(token.lastindex or 0)
+        scalar: Any = OPAQUE
+        if quote is not None:
+            string = body(text, pos)
+            if string is None:
+                raise Unclassified("a line that is not exactly one JSON value")
+            pos = string.end()
+            if expect in ("key", "key_or_end"):
+                if len(stack) == 1:
+                    key = json.loads(text[start:pos])
+                    if key in members:
+                        raise Unclassified("a repeated top-level member")
+                expect = "colon"
+                continue
+            if expect not in ("value", "value_or_end"):
+                raise Unclassified("a line that is not exactly one JSON value")
+            scalar = json.loads(text[start:pos]) if len(stack) == 1 else OPAQUE
+        elif number is not None or literal is not None:
+            if expect not in ("value", "value_or_end"):
+                raise Unclassified("a line that is not exactly one JSON value")
+            if len(stack) == 1:
+                if literal is not None:
+                    scalar = _LITERALS[literal]
+                elif len(number) <= 4000:
+                    scalar = json.loads(number)
+        elif punct in ("{", "["):
+            if expect not in ("value", "value_or_end"):
+                raise Unclassified("a line that is not exactly one JSON value")
+            if not stack:
+                top = punct
+            elif len(stack) == 1 and key is not None:
+                members[key] = OPAQUE
+            stack.append(punct)
+            expect = "key_or_end" if punct == "{" else "value_or_end"
+            continue
+        elif punct in ("}", "]"):
+            opener, empty = ("{", "key_or_end") if punct == "}" else ("[", "value_or_end")
+            if not stack or stack[-1] != opener or expect not in ("comma", empty):
+                raise Unclassified("a line that is not exactly one JSON value")
+            stack.pop()
+            expect = "comma" if stack else "done"
+            continue
+        elif punct == ":":
+            if expect != "colon":
+                raise Unclassified("a line that is not exactly one JSON value")
+            expect = "value"
+            continue
+        else:  # ","
+            if expect != "comma" or not stack:
+                raise Unclassified("a line that is not exactly one JSON value")
+            expect = "key" if stack[-1] == "{" else "value"
+            continue
+        # a scalar value was read
+        if not stack:
+            expect = "done"
+            continue
+        if len(stack) == 1 and top == "{" and key is not None:
+            members[key] = scalar
+        expect = "comma"
+    if top == "[":
+        return None
+    if top != "{":
+        raise Unclassified("a line that is not a JSON object", suspect=False)
+    return members
