@@ -44,7 +44,13 @@ CASES: list[tuple[str, Dialect, str, str]] = [
         "cursor",
         "mcpServers",
         "mcp.json",
-        '{\n  // team servers\n  "mcpServers": {\n    "docs": { "url": "https://docs.example.com/mcp" },\n  },\n}\n',
+        """{
+  // team servers
+  "mcpServers": {
+    "docs": { "url": "https://docs.example.com/mcp" },
+  },
+}
+""",
     ),
     (
         "vscode",
@@ -53,7 +59,11 @@ CASES: list[tuple[str, Dialect, str, str]] = [
         """{
 	"inputs": [{"id": "token", "type": "promptString", "password": true}],
 	"servers": {
-		"docs": {"type": "http", "url": "https://docs.example.com/mcp", "headers": {"X-Key": "${input:token}"}}
+		"docs": {
+			"type": "http",
+			"url": "https://docs.example.com/mcp",
+			"headers": {"X-Key": "${input:token}"}
+		}
 	}
 }
 """,
@@ -62,7 +72,8 @@ CASES: list[tuple[str, Dialect, str, str]] = [
         "windsurf",
         "mcpServers",
         "mcp_config.json",
-        '{"mcpServers": {"docs": {"serverUrl": "https://docs.example.com/mcp", "disabled": false}}}',
+        '{"mcpServers": {"docs": {"serverUrl": "https://docs.example.com/mcp", '
+        '"disabled": false}}}',
     ),
     (
         "gemini",
