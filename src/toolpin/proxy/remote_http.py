@@ -95,6 +95,8 @@ class StreamableHttpChannel:
         self._slots = threading.BoundedSemaphore(MAX_CONCURRENT)
         self._lock = threading.Lock()
         self._responses: set[httpx2.Response] = set()
+        self._open_requests: dict[str, httpx2.Response] = {}  # JSON of the id -> its answer
+        self._cancelled: set[str] = set()
         self._inflight = 0
         self.session_id: str | None = None
         self.protocol: str | None = None
@@ -304,10 +306,19 @@ class StreamableHttpChannel:
             self.session_id = None  # a new handshake starts a new session
             self.protocol = None
         response = self._open("POST", line.rstrip(b"\r\n"), msg)
+        key = json.dumps(id_)
+        with self._lock:
+            self._open_requests[key] = response
         try:
             answered = self._read_answer(response, id_, method)
         finally:
+            with self._lock:
+                self._open_requests.pop(key, None)
+                cancelled = key in self._cancelled
+                self._cancelled.discard(key)
             self._release(response)
+        if cancelled:
+            return  # the client gave up on it: no answer is expected
         if not answered:
             self._no_answer(id_, response.status_code)
 
@@ -374,7 +385,7 @@ class StreamableHttpChannel:
                     if answered and id_ is not None:
                         return True  # the stream's work is done
         except httpx2.HTTPError:
-            if self.dead.is_set():
+            if self.dead.is_set() or json.dumps(id_) in self._cancelled:
                 return True
             if not answered:
                 raise TransportFault("the server's event stream broke off") from None
@@ -418,7 +429,25 @@ class StreamableHttpChannel:
         error = {"jsonrpc": "2.0", "id": id_, "error": {"code": -32603, "message": text}}
         self._deliver(json.dumps(error).encode() + b"\n")
 
+    def _cancel(self, msg: dict[str, Any] | None) -> None:
+        """``notifications/cancelled``: close that request's answer stream (how the
+        2026-07-28 revision cancels; the notification is sent on as well)."""
+        if msg is None or msg.get("method") != "notifications/cancelled":
+            return
+        params = msg.get("params")
+        if not isinstance(params, dict) or "requestId" not in params:
+            return
+        key = json.dumps(params["requestId"])
+        with self._lock:
+            response = self._open_requests.get(key)
+            if response is None:
+                return
+            self._cancelled.add(key)
+        with contextlib.suppress(Exception):
+            response.close()
+
     def _one_way(self, line: bytes, msg: dict[str, Any] | None) -> None:
+        self._cancel(msg)
         response = self._open("POST", line.rstrip(b"\r\n"), msg)
         try:
             self._check_session(response, opening=False)
