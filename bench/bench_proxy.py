@@ -249,6 +249,9 @@ def pct(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
+    parser.add_argument(
+        "--lists-only", action="store_true", help="only the mid-session tools/list rows"
+    )
     args = parser.parse_args()
     count = 500 if args.quick else 2000
     # Like an installed package: bytecode compiled once (PYTHONDONTWRITEBYTECODE may be set).
@@ -263,8 +266,8 @@ def main() -> None:
         # --- start-up: first pin (a fresh store each time), then verify; the proxy starts
         # the server first and imports the rest while it boots, so the figure depends on
         # the server's own boot time: measured with a bare Python and a bare Node server.
-        servers = [("python", argv_direct())]
-        if shutil.which("node"):
+        servers = [] if args.lists_only else [("python", argv_direct())]
+        if shutil.which("node") and not args.lists_only:
             servers.append(("node", argv_node()))
         for server_name, server in servers:
             direct_start = [startup(server, env) for _ in range(starts)]
@@ -284,7 +287,7 @@ def main() -> None:
         results: dict[str, Any] = {}
         bare = [sys.executable, "-c", BARE_RELAY, *argv_direct()]
         runs = (("direct", argv_direct()), ("bare", bare), ("proxy", argv_proxy()))
-        for name, argv in runs:
+        for name, argv in () if args.lists_only else runs:
             peer = Peer(argv, env)
             peer.handshake()
             sequential(peer, PING, 200)  # warm up
@@ -294,35 +297,36 @@ def main() -> None:
             results[name, "pipe-call"] = pipelined(peer, CALL, count)
             results[name, "big"] = min(big_result(peer) for _ in range(3))
             peer.close()
-        for kind, label in (("ping", "ping"), ("call", "tools/call (echo)")):
-            d = statistics.median(results["direct", kind])
-            p = statistics.median(results["proxy", kind])
-            b = statistics.median(results["bare", kind])
-            rows.append((f"{label}, {count} sequential, median", us(d), us(p), us(p - d)))
-            rows.append(("  a relay that checks nothing, median", us(d), us(b), us(b - d)))
-            d95 = pct(results["direct", kind], 0.95)
-            p95 = pct(results["proxy", kind], 0.95)
-            rows.append((f"{label}, p95", us(d95), us(p95), us(p95 - d95)))
-        for kind, label in (("pipe-ping", "ping"), ("pipe-call", "tools/call")):
-            d = results["direct", kind]
-            p = results["proxy", kind]
+        if not args.lists_only:
+            for kind, label in (("ping", "ping"), ("call", "tools/call (echo)")):
+                d = statistics.median(results["direct", kind])
+                p = statistics.median(results["proxy", kind])
+                b = statistics.median(results["bare", kind])
+                rows.append((f"{label}, {count} sequential, median", us(d), us(p), us(p - d)))
+                rows.append(("  a relay that checks nothing, median", us(d), us(b), us(b - d)))
+                d95 = pct(results["direct", kind], 0.95)
+                p95 = pct(results["proxy", kind], 0.95)
+                rows.append((f"{label}, p95", us(d95), us(p95), us(p95 - d95)))
+            for kind, label in (("pipe-ping", "ping"), ("pipe-call", "tools/call")):
+                d = results["direct", kind]
+                p = results["proxy", kind]
+                rows.append(
+                    (f"{count} pipelined {label}, total", ms(d), ms(p), f"{count / p:8.0f} msg/s")
+                )
+            d = results["direct", "big"]
+            p = results["proxy", "big"]
+            b = results["bare", "big"]
+            rows.append(("10 MB tool result, best of 3", ms(d), ms(p), ms(p - d)))
+            rows.append(("  a relay that checks nothing", ms(d), ms(b), ms(b - d)))
+            mb = (10 << 20) / (1 << 20)
             rows.append(
-                (f"{count} pipelined {label}, total", ms(d), ms(p), f"{count / p:8.0f} msg/s")
+                (
+                    "  throughput",
+                    f"{mb / d:6.0f} MB/s",
+                    f"{mb / p:6.0f} MB/s",
+                    f"bare {mb / b:4.0f} MB/s",
+                )
             )
-        d = results["direct", "big"]
-        p = results["proxy", "big"]
-        b = results["bare", "big"]
-        rows.append(("10 MB tool result, best of 3", ms(d), ms(p), ms(p - d)))
-        rows.append(("  a relay that checks nothing", ms(d), ms(b), ms(b - d)))
-        mb = (10 << 20) / (1 << 20)
-        rows.append(
-            (
-                "  throughput",
-                f"{mb / d:6.0f} MB/s",
-                f"{mb / p:6.0f} MB/s",
-                f"bare {mb / b:4.0f} MB/s",
-            )
-        )
 
         # --- a mid-session 100-tool tools/list: every answer is checked against the pin.
         # "same": the same bytes each time (the verified page is recognised); "rotated":

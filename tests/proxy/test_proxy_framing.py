@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,7 @@ class AttackEnv:
         }
         path = self.tmp / "attack.json"
         path.write_text(json.dumps(config), encoding="utf-8")
-        return ["python3", str(ATTACK_SERVER), str(path)]
+        return [sys.executable, str(ATTACK_SERVER), str(path)]
 
     def proxy(self, argv: list[str]) -> Proxy:
         proxy = Proxy(self.home, argv, "--name", "attacked")

@@ -34,6 +34,8 @@ def _record_json(record: PinRecord, *, full: bool) -> dict[str, Any]:
     }
     if snap.identity is not None:
         out["server"] = snap.identity.to_json()
+    if record.command is not None:
+        out["command"] = record.command.to_json()
     if record.pending is not None:
         out["pending"] = {
             "observed_at": record.pending.observed_at,
@@ -77,6 +79,8 @@ def list_command(as_json: bool) -> int:
         snap = item.snapshot
         tools = len(snap.tools) if snap.tools is not None else 0
         text = f"{item.id}  {tools:>3} tools  {snap.surface_hash()[:12]}  {visible(item.label)}"
+        if item.command is not None:  # a pin found by --name: its command tells it apart
+            text += f"  ({visible(item.command.label)}, command {item.command.id[:8]})"
         if item.pending is not None:
             lines.append(Line(text + "  CHANGE WAITING FOR REVIEW", "bad"))
         else:
@@ -145,6 +149,7 @@ def review_command(server_id: str) -> int:
         click.echo(f"nothing pending for {visible(record.label)}")
         return 0
     drift = compare(record.snapshot, record.pending.snapshot)
+    moved = record.pending.command
     lines = [
         Line(visible(record.label), "header"),
         Line(f"approved  {record.pinned_at}"),
@@ -153,6 +158,7 @@ def review_command(server_id: str) -> int:
             + ("  (during a session)" if record.pending.mid_session else "")
         ),
         Line(""),
+        *_command_lines(record.command, moved),
         *review_lines(drift),
         Line(""),
         Line(
@@ -163,6 +169,19 @@ def review_command(server_id: str) -> int:
     ]
     echo_lines(lines, color=stdout_color())
     return 0
+
+
+def _command_lines(approved: Any, now: Any) -> list[Line]:
+    """``Command changed`` when the observation was made with another command."""
+    from toolpin.core.render import Line, visible
+
+    if now is None:
+        return []
+    before = f"{visible(approved.label)} ({approved.id[:8]})" if approved else "(not recorded)"
+    return [
+        Line(f"Command changed: {before} -> {visible(now.label)} ({now.id[:8]})", "bad"),
+        Line(""),
+    ]
 
 
 @click.command("approve")

@@ -1,7 +1,14 @@
-"""Which server is which: an id from the command line, and a label safe to show.
+"""Which server is which: an id from its name or its command line, and a label.
 
-The id is the first 16 hex characters of SHA-256 over the RFC 8785 form of the argv as a
-JSON array, so ``["a b"]`` and ``["a", "b"]`` differ (joining with spaces would not).
+With ``--name`` the id follows the name (:func:`name_id`): the pin is found by the name,
+and the command is part of what is pinned (its id, :func:`server_id`), so a changed
+command under a known name is a change to review, never a new pin. Without a name the
+id is the command's (:func:`server_id`).
+
+The command id is the first 16 hex characters of SHA-256 over the RFC 8785 form of the
+argv as a JSON array, so ``["a b"]`` and ``["a", "b"]`` differ (joining with spaces would
+not). A name id hashes the JSON object ``{"name": NAME}``, whose canonical form can never
+equal an array's, so the two kinds of id cannot collide.
 It is computed from the server command as written after ``--`` (never from a wrapper), so
 wrapping a config keeps its pins. The argv itself is never stored or printed: it often
 carries API keys. The label is ``--name`` when given, else the command's base name and
@@ -61,6 +68,18 @@ def server_id(argv: Sequence[str]) -> str:
         from toolpin.core.canonical import canonical_bytes, normalize
 
         data = canonical_bytes(normalize(items))
+    return _sha256_hex(data)[:ID_LENGTH]
+
+
+def name_id(name: str) -> str:
+    """The id of the server called ``name`` (``--name``)."""
+    text = '{"name":"' + name.translate(_ESCAPES) + '"}'
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the canonical module escapes it
+        from toolpin.core.canonical import canonical_bytes, normalize
+
+        data = canonical_bytes(normalize({"name": name}))
     return _sha256_hex(data)[:ID_LENGTH]
 
 

@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -44,12 +44,38 @@ FORMAT_KEY: Final = "toolpinPin"
 
 
 @dataclass(frozen=True)
+class Command:
+    """The server command a pin was made with: its id (a hash of the argv) and its label
+    (base name and argument count). The argv itself is never stored: it may hold keys."""
+
+    id: str
+    label: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.id, "label": self.label}
+
+    @classmethod
+    def from_json(cls, value: Any) -> Command | None:
+        if value is None:
+            return None
+        if not (
+            isinstance(value, dict)
+            and isinstance(value.get("id"), str)
+            and isinstance(value.get("label"), str)
+        ):
+            raise ValueError("malformed command")
+        return cls(value["id"], value["label"])
+
+
+@dataclass(frozen=True)
 class Pending:
     """An observation that differed from the pin and waits for review."""
 
     observed_at: str
     snapshot: Snapshot
     mid_session: bool = False
+    command: Command | None = None
+    """The command the observation was made with, when it differs from the pin's."""
 
     @property
     def digest(self) -> str:
@@ -66,6 +92,8 @@ class PinRecord:
     pinned_at: str
     snapshot: Snapshot
     pending: Pending | None = None
+    command: Command | None = None
+    """The approved command (pins made by ``--name``; ``None`` for pins keyed by argv)."""
 
 
 class PinStore:
@@ -161,13 +189,20 @@ class PinStore:
                     observed_at=raw_pending["observedAt"],
                     snapshot=observed.snapshot,
                     mid_session=raw_pending.get("midSession") is True,
+                    command=Command.from_json(raw_pending.get("command")),
                 )
+            command = Command.from_json(doc.get("command"))
         except LockfileError as exc:
             raise self._corrupt(path, exc.message) from None
-        except (KeyError, TypeError, AttributeError):
+        except (KeyError, TypeError, AttributeError, ValueError):
             raise self._corrupt(path, "malformed pin file") from None
         return PinRecord(
-            id=server_id, label=label, pinned_at=pinned_at, snapshot=entry.snapshot, pending=pending
+            id=server_id,
+            label=label,
+            pinned_at=pinned_at,
+            snapshot=entry.snapshot,
+            pending=pending,
+            command=command,
         )
 
     def all(self) -> list[PinRecord | tuple[str, StoreError]]:
@@ -202,6 +237,8 @@ class PinStore:
             "pinnedAt": record.pinned_at,
             "pin": entry_json(LockEntry(snapshot=record.snapshot)),
         }
+        if record.command is not None:
+            doc["command"] = record.command.to_json()
         if record.pending is not None:
             doc["pending"] = {
                 "observedAt": record.pending.observed_at,
@@ -209,6 +246,8 @@ class PinStore:
                 "digest": record.pending.digest,
                 "observation": entry_json(LockEntry(snapshot=record.pending.snapshot)),
             }
+            if record.pending.command is not None:
+                doc["pending"]["command"] = record.pending.command.to_json()
         try:
             atomic_write(self.path_for(record.id), dumps_with_digest(doc), mode=0o600)
         except OSError as exc:
@@ -227,7 +266,9 @@ class PinStore:
                 "verifies it). The pins themselves are unchanged.",
             ) from None
 
-    def pin_first(self, server_id: str, label: str, snapshot: Snapshot) -> tuple[PinRecord, bool]:
+    def pin_first(
+        self, server_id: str, label: str, snapshot: Snapshot, command: Command | None = None
+    ) -> tuple[PinRecord, bool]:
         """Trust on first use: pin ``snapshot`` unless another process pinned first.
 
         Returns the pin in force and whether this call created it.
@@ -237,7 +278,11 @@ class PinStore:
             if existing is not None:
                 return existing, False
             record = PinRecord(
-                id=server_id, label=label, pinned_at=audit.now_iso(), snapshot=snapshot
+                id=server_id,
+                label=label,
+                pinned_at=audit.now_iso(),
+                snapshot=snapshot,
+                command=command,
             )
             self._audit(
                 "pin",
@@ -252,7 +297,13 @@ class PinStore:
             return record, True
 
     def record_drift(
-        self, server_id: str, observed: Snapshot, drift: Drift, *, mid_session: bool = False
+        self,
+        server_id: str,
+        observed: Snapshot,
+        drift: Drift,
+        *,
+        mid_session: bool = False,
+        command: Command | None = None,
     ) -> None:
         """Store a blocked observation as pending (the approved pin is unchanged)."""
         from toolpin.core.drift import change_keys  # the drift path only
@@ -270,20 +321,16 @@ class PinStore:
                     "observed": observed.surface_hash(),
                     "midSession": mid_session,
                     "changes": change_keys(drift),
+                    **({"command": command.id} if command != current.command and command else {}),
                 },
             )
             pending = Pending(
-                observed_at=audit.now_iso(), snapshot=observed, mid_session=mid_session
+                observed_at=audit.now_iso(),
+                snapshot=observed,
+                mid_session=mid_session,
+                command=command if command != current.command else None,
             )
-            self._write(
-                PinRecord(
-                    id=current.id,
-                    label=current.label,
-                    pinned_at=current.pinned_at,
-                    snapshot=current.snapshot,
-                    pending=pending,
-                )
-            )
+            self._write(replace(current, pending=pending))
 
     def approve(self, server_id: str, *, expect: str | None = None) -> PinRecord:
         """Make the pending observation the pin. ``expect`` must prefix its digest if given."""
@@ -312,6 +359,7 @@ class PinStore:
                 label=current.label,
                 pinned_at=audit.now_iso(),
                 snapshot=current.pending.snapshot,
+                command=current.pending.command or current.command,
             )
             self._write(record)
             return record
@@ -385,12 +433,23 @@ class StorePinSource:
     match_text = "unchanged"
     accepts_subset = False
 
-    def __init__(self, store: PinStore, server_id: str, label: str) -> None:
+    def __init__(
+        self, store: PinStore, server_id: str, label: str, command: Command | None = None
+    ) -> None:
         self.store = store
         self.server_id = server_id
         self.label = label
+        self.command = command
         store.ensure()
         self.record = store.load(server_id)
+
+    @property
+    def command_change(self) -> tuple[Command, Command] | None:
+        """``(approved, now)`` when the pin was made with another command (``--name``)."""
+        record, now = self.record, self.command
+        if record is None or record.command is None or now is None:
+            return None
+        return None if record.command.id == now.id else (record.command, now)
 
     def _quoted(self) -> str:
         from toolpin.core.render import visible
@@ -403,13 +462,15 @@ class StorePinSource:
 
     def pin_first(self, snapshot: Snapshot) -> tuple[Snapshot, bool]:
         """Pin on first use (another proxy of the same server may have won the race)."""
-        record, created = self.store.pin_first(self.server_id, self.label, snapshot)
+        record, created = self.store.pin_first(self.server_id, self.label, snapshot, self.command)
         self.record = record
         return record.snapshot, created
 
     def record_drift(self, snapshot: Snapshot, drift: Drift, *, mid_session: bool) -> None:
         """Keep the blocked observation as pending for ``toolpin review``."""
-        self.store.record_drift(self.server_id, snapshot, drift, mid_session=mid_session)
+        self.store.record_drift(
+            self.server_id, snapshot, drift, mid_session=mid_session, command=self.command
+        )
 
     def block_message(self, *, mid_session: bool) -> str:
         """The -31042 message: the label and the review command, never server text."""
@@ -419,10 +480,14 @@ class StorePinSource:
                 "so the response was not forwarded. Restart the server to review the change "
                 f"with: toolpin review {self.server_id}"
             )
+        what = (
+            "its command changed since you approved it"
+            if self.command_change is not None
+            else "its definitions changed since you approved them"
+        )
         return (
-            f"toolpin blocked {self._quoted()}: its definitions changed since you approved "
-            "them, so nothing was forwarded. Review the change in a terminal with: "
-            f"toolpin review {self.server_id}"
+            f"toolpin blocked {self._quoted()}: {what}, so nothing was forwarded. Review the "
+            f"change in a terminal with: toolpin review {self.server_id}"
         )
 
     def review_hint(self) -> str:

@@ -325,6 +325,8 @@ def _shape(members: dict[str, Any], strict: bool) -> Message:
     keys = members.keys()
     if "method" in members:
         method = members["method"]
+        if "result" in members or "error" in members:
+            raise Unclassified("a response that also has a method member")
         if type(method) is not str:
             raise Unclassified("a message whose method is not a string")
         params = members.get("params")

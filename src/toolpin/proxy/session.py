@@ -1,31 +1,33 @@
-"""``toolpin run -- CMD``: the stdio proxy between an MCP client and a server.
+"""The proxy's state machine (:class:`Session`): transport-free, it acts through callbacks.
 
-It relays newline-delimited JSON-RPC both ways as raw bytes and parses only what it must
+It sees newline-delimited JSON-RPC both ways as raw bytes and parses only what it must
 inspect. At connect it holds every client message except the opening handshake (and the
 server's answer to it), drains every listing the server offers with its own requests,
 and compares the result with the pin:
 
 * no pin yet: pin it (trust on first use) and release everything, in order;
 * the pin matches: release;
-* drift: block. Nothing queued is ever forwarded (a queued ``tools/call`` never runs);
-  every waiting and every later request gets JSON-RPC error -31042, whose message names
-  the server's label and the review command and whose ``data`` holds label keys only,
-  never server text. The observation is stored for ``toolpin review``.
-* could not verify (an error, a timeout, a malformed page, a repeated member name): -31043.
+* drift (or, for a pin found by ``--name``, a changed command): block. Nothing queued is
+  ever forwarded (a queued ``tools/call`` never runs); every waiting and every later
+  request gets JSON-RPC error -31042, whose message names the server's label and the
+  review command and whose ``data`` holds label keys only, never server text. The
+  observation is stored for ``toolpin review``.
+* could not verify (an error, a timeout, a malformed page, a repeated member name, a
+  fault of the pin store): -31043.
 
 After release every listing the client receives (``tools/list``, ``prompts/list``,
 ``resources/list``, ``resources/templates/list``, ``server/discover``) is checked against
 the pin before it is delivered, page by page, including removals on the last page, so a
 server cannot show the check one toolset and the client another, or change mid-session.
 
-Server lines are never streamed half-checked: each one is read whole (up to
-:data:`MAX_INSPECT`) before any byte of it reaches the client, so a response to a listing
-request cannot slip through while it is still arriving. A longer server line stops the
-session (fail closed); a longer client line streams to a released server.
+Every server line is classified once by :func:`toolpin.proxy.classify.classify` (the
+allow-list) and is forwarded or held only when it is exactly one JSON-RPC message; any
+other line is dropped, counted, and stops a session that waits for an answer to a check.
+Lines arrive whole (up to :data:`MAX_INSPECT`, framed by :mod:`toolpin.proxy.relay`), so
+a response to a listing request cannot slip through while it is still arriving; a longer
+server line stops the session, a longer client line streams to a released server.
 
-The import path stays light: no ``mcp``, ``pydantic`` or ``rich``. Threads, not asyncio:
-one reader per direction, so a message costs one ``read`` and one ``write`` on the hot
-path. The relay is hand-written (no library relays JSON-RPC lines with these checks).
+The import path stays light: no ``mcp``, ``pydantic`` or ``rich``.
 """
 
 from __future__ import annotations
@@ -94,6 +96,9 @@ class ProxyOptions:
     timeout: float = DEFAULT_TIMEOUT
     color: bool = False
     quiet: bool = False
+    command_change: str | None = None
+    """``old -> new`` when the server's command differs from the pinned one (a pin found
+    by ``--name``): the session blocks for review like any drift."""
 
 
 _JS_SAFE: Final = 1 << 53
@@ -667,6 +672,13 @@ class Session:
                 )
                 self._release()
                 return
+        if self.options.command_change is not None:
+            from toolpin.core.drift import compare
+
+            # A changed command under a known name: reviewed like any drift, whatever
+            # the definitions say (the new command may run other code later).
+            self._block(compare(self._pinned, observed), observed, mid_session=False)
+            return
         if _same(self._pinned, observed):
             self._note(
                 f"{self.options.label}: {_counts(observed)} "
@@ -846,6 +858,8 @@ class Session:
         only_tools = all(c.kind is Kind.TOOL for c in drift.changes) and drift.instructions is None
         what = "TOOL DEFINITIONS" if only_tools and drift.changes else "DEFINITIONS"
         when = "DURING THIS SESSION" if mid_session else "SINCE YOU APPROVED THIS SERVER"
+        if self.options.command_change is not None and not mid_session:
+            what = "COMMAND" if drift.ok else f"COMMAND AND {what}"
         lines = [
             Line(""),
             Line(f"  ⛔ toolpin: {what} CHANGED {when}", "bad"),
@@ -853,6 +867,11 @@ class Session:
             Line(f"  id: {self.options.server_id}"),
             Line(f"  {self.options.source.describe_pin()}"),
             Line(""),
+            *(
+                [Line(f"  Command changed: {visible(self.options.command_change)}", "bad")]
+                if self.options.command_change is not None and not mid_session
+                else []
+            ),
             *review_lines(drift),
             Line(""),
         ]

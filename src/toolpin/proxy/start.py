@@ -45,16 +45,19 @@ def run_proxy(
     ``only_locked`` refuses a server the lock does not list. Otherwise the local pin store
     is used (trust on first use).
     """
-    sid = server_id(argv)
+    command_id = server_id(argv)
     label = name if name else default_label(argv)
     if lock is not None or only_locked:
-        locked = _locked_run(argv, lock, only_locked=only_locked, name=name, label=label, sid=sid)
+        locked = _locked_run(
+            argv, lock, only_locked=only_locked, name=name, label=label, sid=command_id
+        )
         if isinstance(locked, int):
             return locked  # refused
         if locked is not None:
             return _run_locked(locked, label=label, timeout=timeout, quiet=quiet)
         # Not in the lock (and --only-locked not given): this machine's pin, as without it.
     home = _home()
+    sid, named = pin_id(home, argv, name, command_id)
     problem = precheck_pin(os.path.join(home, "pins", f"{sid}.json"), sid)
     if problem is not None:
         return _store_refusal(label, sid, problem)
@@ -62,14 +65,16 @@ def run_proxy(
     # Everything below runs while the server boots.
     from pathlib import Path
 
-    from toolpin.pins.store import PinStore, StorePinSource
+    from toolpin.pins.store import Command, PinStore, StorePinSource
     from toolpin.proxy.channel import SubprocessChannel
     from toolpin.proxy.relay import run
     from toolpin.proxy.session import ProxyOptions
     from toolpin.util.console import wants_color
 
     try:
-        source = StorePinSource(PinStore(Path(home)), sid, label)
+        command = Command(command_id, default_label(argv)) if named else None
+        source = StorePinSource(PinStore(Path(home)), sid, label, command)
+        change = source.command_change
     except ToolpinError as exc:
         kill_unused(proc)
         return _store_refusal(label, sid, exc.diagnostics())
@@ -92,8 +97,33 @@ def run_proxy(
         timeout=timeout,
         color=wants_color(sys.stderr),
         quiet=quiet,
+        command_change=(
+            None
+            if change is None
+            else f"{change[0].label} ({change[0].id[:8]}) -> {change[1].label} ({change[1].id[:8]})"
+        ),
     )
     return run(options, SubprocessChannel(proc))
+
+
+def pin_id(home: str, argv: Sequence[str], name: str | None, command_id: str) -> tuple[str, bool]:
+    """The id the pin is kept under, and whether it follows the name.
+
+    With ``--name`` the pin is found by the name. A store written before names were ids
+    keeps working: when the name has no pin yet but the command has one (a pin keyed by
+    the argv), that pin is used, as it always was.
+    """
+    if not name:
+        return command_id, False
+    from toolpin.pins.serverid import name_id
+
+    by_name = name_id(name)
+    pins = os.path.join(home, "pins")
+    if not os.path.exists(os.path.join(pins, f"{by_name}.json")) and os.path.exists(
+        os.path.join(pins, f"{command_id}.json")
+    ):
+        return command_id, False
+    return by_name, True
 
 
 def _locked_run(
