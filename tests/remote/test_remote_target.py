@@ -92,3 +92,36 @@ def test_the_url_start_path_imports_no_sdk(toolpin_home: Path) -> None:
     names = {line.split("|")[-1].strip().split(".")[0] for line in log.splitlines() if "|" in line}
     assert "httpx2" in names
     assert not names & {"mcp", "pydantic", "click", "rich"}
+
+
+def test_the_oauth_flow_guard() -> None:
+    from toolpin.probe.ssrf import GuardError, resolve_checked
+    from toolpin.proxy.oauth import AuthError, check_flow_url, flow_policy
+
+    check_flow_url("https://auth.example.com/token")
+    check_flow_url("http://127.0.0.1:9000/token")
+    for bad in ("http://auth.example.com/token", "javascript:alert(1)", "file:///etc/passwd"):
+        with pytest.raises(AuthError):
+            check_flow_url(bad)
+    public = flow_policy("https://mcp.example.com/mcp")
+    local = flow_policy("http://127.0.0.1:8000/mcp")
+    # A public server's flow never reaches this machine or its network...
+    for address in ("127.0.0.1", "10.0.0.5", "169.254.169.254"):
+        with pytest.raises(GuardError):
+            resolve_checked(address, 443, public)
+    # ...a local server's may, but never the cloud metadata address.
+    assert resolve_checked("127.0.0.1", 443, local) == "127.0.0.1"
+    with pytest.raises(GuardError):
+        resolve_checked("169.254.169.254", 80, local)
+
+
+def test_tokens_are_kept_per_origin_and_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolpin.proxy.oauth import token_path
+
+    monkeypatch.setenv("TOOLPIN_HOME", str(tmp_path))
+    a = token_path("https://mcp.example.com/mcp?x=1")
+    assert a == token_path("https://MCP.example.com:443/mcp")
+    assert a != token_path("https://mcp.example.com/other")
+    assert a.parent == tmp_path / "oauth"
