@@ -45,6 +45,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.requests.append(("GET", self.path, None))
+        if self.server.mode == "sse-elsewhere":
+            # A legacy HTTP+SSE stream whose endpoint is on another origin.
+            target = self.server.options["target"]
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(f"event: endpoint\ndata: {target}\n\n".encode())
+            self.wfile.flush()
+            self.server.stop.wait(10)
+            return
         self._send(405, b"", "text/plain")
 
     def do_DELETE(self) -> None:

@@ -106,3 +106,13 @@ def test_a_cloaking_server_is_caught_on_the_clients_listing(toolpin_home: Path) 
     assert pinned["pin"]["tools"]["items"][0]["definition"]["description"] == "Add two numbers."
     assert pinned["pending"]["midSession"] is True
     assert calls == []
+
+
+def test_an_sse_endpoint_on_another_origin_is_refused(toolpin_home: Path, tmp_path: Path) -> None:
+    stderr = tmp_path / "stderr.txt"
+    with hostile("plain") as elsewhere, hostile("sse-elsewhere", target=elsewhere.url) as server:
+        params = through_toolpin(toolpin_home, server.url, "--transport", "sse", stderr=stderr)
+        error = anyio.run(refusal, params)
+        assert elsewhere.requests == []
+    assert error.error.code == UNVERIFIED
+    assert "endpoint is on another origin" in stderr.read_text()
