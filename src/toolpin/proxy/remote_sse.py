@@ -49,10 +49,16 @@ class SseChannel:
         self.dead = threading.Event()
         self.fault: str | None = None
         self._dropped_note = False
+        self._started = False
 
     def start(self, deliver: Deliver, closed: Closed) -> None:
+        """Get ready; the server is contacted when the client sends its first line (as
+        over Streamable HTTP), so a fault is always answered to a waiting request."""
         self._deliver = deliver
         self._closed = closed
+
+    def _connect(self) -> None:
+        self._started = True
         threading.Thread(target=self._read_stream, name="toolpin-sse", daemon=True).start()
         threading.Thread(target=self._send_loop, name="toolpin-sse-post", daemon=True).start()
 
@@ -60,8 +66,13 @@ class SseChannel:
         with self._cond:
             self._queue.append(data)
             self._cond.notify()
+            if not self._started:
+                self._connect()
 
     def close_input(self, wait: float = 10.0) -> None:
+        if not self._started:
+            self.dead.set()
+            return
         with self._cond:
             self._queue.append(None)
             self._cond.notify()
