@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import stat
+import time
 from pathlib import Path
 
 import anyio
@@ -64,14 +65,20 @@ def test_an_expired_token_is_refreshed_without_the_browser(
     toolpin_home: Path, tmp_path: Path
 ) -> None:
     record = tmp_path / "browser.txt"
-    provider = Provider(expires_in=1)
+    provider = Provider()
     sock, base = bound_socket()
     app = protected_server(base, provider)
     with serve_asgi(app.streamable_http_app(), sock):
         params = through_toolpin(toolpin_home, f"{base}/mcp", **browser_env(record))
         anyio.run(use, params, "legacy")
         assert len(record.read_text().splitlines()) == 1
-        anyio.run(anyio.sleep, 2.1)  # the access token has expired
+        # The access token expires (on the server and in toolpin's record of it).
+        for token in provider.access.values():
+            token.expires_at = int(time.time()) - 60
+        stored = next((toolpin_home / "oauth").glob("*.json"))
+        data = json.loads(stored.read_text())
+        data["expiresAt"] = time.time() - 60
+        stored.write_text(json.dumps(data))
         anyio.run(use, params, "legacy")
     assert len(record.read_text().splitlines()) == 1
     assert provider.refreshes >= 1

@@ -273,7 +273,7 @@ class OAuthSession:
     def authorization(self) -> str | None:
         """The header value to send now (refreshed first when the stored one expired)."""
         expiry = self.storage.expiry()
-        if self._header is not None and expiry is not None and time.time() > expiry - 30:
+        if self._header is not None and expiry is not None and time.time() > expiry - 5:
             with self._lock:
                 if time.monotonic() - self._refreshed_at > 5:
                     self._refreshed_at = time.monotonic()
@@ -340,7 +340,9 @@ class OAuthSession:
                 redirect_handler=redirect,
                 callback_handler=wait_for_code,
             )
-            provider.context.token_expiry_time = self.storage.expiry()
+            expiry = self.storage.expiry()
+            # The SDK reads 0 as "no expiry"; a stored 0 means long expired.
+            provider.context.token_expiry_time = None if expiry is None else max(expiry, 1.0)
             rejected = challenge.request.headers.get("authorization") if challenge else None
             original = httpx2.Request("POST", self.target.url)
             if challenge is not None and "mcp-protocol-version" in challenge.request.headers:
