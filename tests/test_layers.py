@@ -46,8 +46,9 @@ ALLOWED: dict[str, set[str]] = {
 }  # fmt: skip
 """Top-level package -> the other top-level packages it may import (besides SHARED)."""
 
-PROXY_COMPOSITION = {"toolpin.proxy.start"}
-"""The one proxy module that builds a pin source (store or team lock) for ``toolpin run``.
+PROXY_COMPOSITION = {"toolpin.proxy.start", "toolpin.proxy.remote_start"}
+"""The proxy modules that build a pin source (store or team lock) for ``toolpin run`` (and
+``toolpin run --url``).
 Everything else in ``proxy/`` sees pins only through ``toolpin.pins.source.PinSource``."""
 
 THIRD_PARTY_HOMES = {

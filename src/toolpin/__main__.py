@@ -14,7 +14,14 @@ TYPE_CHECKING = False  # typing is not imported on the start path
 if TYPE_CHECKING:
     from typing import Any
 
-_VALUE_OPTIONS = {"--name": "name", "--timeout": "timeout", "--lock": "lock"}
+_VALUE_OPTIONS = {
+    "--name": "name",
+    "--timeout": "timeout",
+    "--lock": "lock",
+    "--url": "url",
+    "--transport": "transport",
+}
+_REPEATED = {"--header": "headers"}
 _FLAGS = {"--quiet": "quiet", "--only-locked": "only_locked"}
 
 
@@ -30,26 +37,32 @@ def _parse_run(args: list[str]) -> dict[str, Any] | None:
         if not arg.startswith("-"):
             break
         name, eq, value = arg.partition("=")
-        if name in _VALUE_OPTIONS:
+        if name in _VALUE_OPTIONS or name in _REPEATED:
             if not eq:
                 if i + 1 >= len(args):
                     return None
                 value = args[i + 1]
                 i += 1
-            options[_VALUE_OPTIONS[name]] = value
+            if name in _REPEATED:
+                options.setdefault(_REPEATED[name], []).append(value)
+            else:
+                options[_VALUE_OPTIONS[name]] = value
         elif arg in _FLAGS:
             options[_FLAGS[arg]] = True
         else:
             return None  # --help, a typo, ...: let click explain
         i += 1
     command = args[i:]
-    if not command:
-        return None
     if "timeout" in options:
         try:
             options["timeout"] = float(options["timeout"])
         except ValueError:
             return None
+    if "url" in options:
+        # ``run --url URL``: a remote server, no command (click explains a mix-up).
+        return None if command else options
+    if not command or "headers" in options or "transport" in options:
+        return None
     options["argv"] = command
     return options
 
@@ -61,10 +74,16 @@ def main(argv: list[str] | None = None) -> None:
         parsed = _parse_run(args[1:])
         if parsed is not None:
             from toolpin.errors import ToolpinError
-            from toolpin.proxy.start import run_proxy
 
             try:
-                code = run_proxy(**parsed)
+                if "url" in parsed:
+                    from toolpin.proxy.remote_start import run_remote_proxy
+
+                    code = run_remote_proxy(**parsed)
+                else:
+                    from toolpin.proxy.start import run_proxy
+
+                    code = run_proxy(**parsed)
             except ToolpinError as exc:
                 sys.stderr.write(f"toolpin: {exc.diagnostics()}\n")
                 code = exc.exit_code

@@ -89,7 +89,7 @@ def test_plan_without_yes_writes_nothing(home: Path) -> None:
     assert f"Claude Desktop  {home}/.config/Claude/claude_desktop_config.json" in out
     assert "  + protect    filesystem\n" in out
     assert "@modelcontextprotocol/server-filesystem, newest version: not pinned" in out
-    assert "    remote: remote server: the proxy speaks stdio only" in out
+    assert "    remote: remote server: add --remote to protect it" in out
     assert "  + protect    db  (project /home/me/work/app)" in out
     assert "  + protect    time zone\n" in out
     assert out.rstrip().endswith("Nothing written. Run again with --yes to apply.")
@@ -242,13 +242,15 @@ def _wrap_on_a_terminal(home: Path, answer: bytes) -> tuple[int, str]:
 
 def test_on_a_terminal_wrap_asks_and_applies_only_on_yes(home: Path) -> None:
     before = snapshot(home)
-    code, out = _wrap_on_a_terminal(home, b"n\n")
+    # The first questions are about the three remote servers (wrap --remote protects them).
+    code, out = _wrap_on_a_terminal(home, b"n\nn\nn\nn\n")
     assert code == 0
+    assert "Also protect the remote server" in out
     assert "Protect" in out and "[y/N]" in out
     assert out.rstrip().endswith("Nothing written.")
     assert snapshot(home) == before
 
-    code, out = _wrap_on_a_terminal(home, b"y\n")
+    code, out = _wrap_on_a_terminal(home, b"n\nn\nn\ny\n")
     assert code == 0, out
     assert "wrote" in out
     desktop = json.loads((home / ".config/Claude/claude_desktop_config.json").read_text())

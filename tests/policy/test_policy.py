@@ -99,10 +99,27 @@ def test_wrapped_commands(written: tuple[Path, str]) -> None:
         "GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}",
         "LOG_LEVEL": "${LOG_LEVEL}",
     }
-    assert managed["docs"] == {"type": "http", "url": "https://docs.example.com/mcp"}
+    # A remote server runs behind the proxy too; its header (a literal token) is not written.
+    assert managed["docs"] == {
+        "type": "stdio",
+        "command": "/opt/toolpin/bin/toolpin",
+        "args": [
+            "run",
+            "--name",
+            "docs",
+            "--lock",
+            LOCK,
+            "--only-locked",
+            "--url",
+            "https://docs.example.com/mcp",
+        ],
+    }
     settings = json.loads((out / "claude-code" / "managed-settings.json").read_text())
     assert settings["allowManagedMcpServersOnly"] is True
-    assert {"serverUrl": "https://docs.example.com/mcp"} in settings["allowedMcpServers"]
+    assert {"serverCommand": ["/opt/toolpin/bin/toolpin", *managed["docs"]["args"]]} in settings[
+        "allowedMcpServers"
+    ]
+    assert {"serverUrl": "https://docs.example.com/mcp"} in settings["deniedMcpServers"]
     assert {"serverCommand": ["uvx", "mcp-server-fetch==2025.4.7"]} in settings["deniedMcpServers"]
     codex = tomllib.loads((out / "codex" / "config.toml").read_text())["mcp_servers"]
     assert codex["github"]["env_vars"] == ["GITHUB_PERSONAL_ACCESS_TOKEN", "LOG_LEVEL"]
@@ -111,7 +128,8 @@ def test_wrapped_commands(written: tuple[Path, str]) -> None:
     assert ident["executable"] == "/opt/toolpin/bin/toolpin"
     assert [a["value"] for a in ident["args"]] == fetch["args"]
     assert all(a["match"] == "exact" for a in ident["args"])
-    assert req["docs"]["identity"]["url"] == "https://docs.example.com/mcp"
+    docs = req["docs"]["identity"]["command"]
+    assert [a["value"] for a in docs["args"]] == managed["docs"]["args"]
 
 
 @pytest.mark.parametrize("lock", ["toolpin.lock", "./x/toolpin.lock", "~/toolpin.lock", ""])

@@ -303,12 +303,13 @@ def test_lock_keeps_the_entry_of_a_server_that_failed_to_start(
     assert lock_doc(locked)["servers"]["legacy"] == before
 
 
-def test_lock_with_no_local_server(project: Project) -> None:
+def test_lock_with_only_an_unreachable_remote_server(project: Project) -> None:
+    # Remote servers are locked too (over Streamable HTTP); one that cannot be reached
+    # fails, and no lock is written.
     project.write_config({"remote": {"type": "http", "url": "https://example.invalid/mcp"}})
     result = project.toolpin("lock")
-    assert result.code == 0
-    assert "remote: skipped (remote server" in result.out
-    assert "no local server to lock" in result.out
+    assert result.code == 1
+    assert "remote: the host name does not resolve" in result.out
     assert not project.lock_path.exists()
 
 

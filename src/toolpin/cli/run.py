@@ -1,4 +1,5 @@
-"""``toolpin run -- CMD``: the stdio proxy command. Kept light: it is on every start path."""
+"""``toolpin run -- CMD`` / ``toolpin run --url URL``: the proxy command. Kept light: it is
+on every start path."""
 
 from __future__ import annotations
 
@@ -27,30 +28,73 @@ import click
 @click.option(
     "--only-locked", is_flag=True, help="Refuse servers the lock does not list (needs --lock)."
 )
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option(
+    "--url",
+    default=None,
+    metavar="URL",
+    help="A remote server (Streamable HTTP or HTTP+SSE) instead of a command.",
+)
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="'K: V'",
+    help="An HTTP header for --url (repeatable; ${env:VAR} is expanded).",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(["auto", "streamable-http", "sse"]),
+    default="auto",
+    show_default=True,
+    help="The HTTP transport of --url.",
+)
+@click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
 def run_command(
     name: str | None,
     timeout: float,
     quiet: bool,
     lock: str | None,
     only_locked: bool,
+    url: str | None,
+    headers: tuple[str, ...],
+    transport: str,
     command: tuple[str, ...],
 ) -> int:
-    """Sit in front of a stdio MCP server: pin on first run, verify on every later one.
+    """Sit in front of an MCP server: pin on first run, verify on every later one.
 
     Put it before the server command in a client config:
     toolpin run --name files -- npx -y @modelcontextprotocol/server-filesystem /tmp
-    """
-    from toolpin.proxy.start import run_proxy
 
+    or give a remote server's URL (headers may name ${env:VAR}):
+    toolpin run --name docs --url https://example.com/mcp --header 'X-Api-Key: ${env:KEY}'
+    """
     argv = list(command)
     if argv and argv[0] != "--" and argv[0].startswith("-"):
         # ignore_unknown_options lets a mistyped option through as the command.
         raise click.UsageError(f"no such option: {argv[0]} (put the server command after --)")
     if argv and argv[0] == "--":
         argv = argv[1:]
+    if url is not None:
+        if argv:
+            raise click.UsageError("give either --url or a server command after --, not both")
+        from toolpin.proxy.remote_start import run_remote_proxy
+
+        return run_remote_proxy(
+            url,
+            name=name,
+            headers=headers,
+            transport=transport,
+            timeout=timeout,
+            quiet=quiet,
+            lock=lock,
+            only_locked=only_locked,
+        )
+    if headers or transport != "auto":
+        raise click.UsageError("--header and --transport go with --url")
     if not argv:
-        raise click.UsageError("give the server command after --")
+        raise click.UsageError("give the server command after --, or --url URL")
+    from toolpin.proxy.start import run_proxy
+
     return run_proxy(
         argv, name=name, timeout=timeout, quiet=quiet, lock=lock, only_locked=only_locked
     )

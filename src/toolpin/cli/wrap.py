@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from toolpin.clients.documents import Entry
     from toolpin.clients.locations import ConfigLocation
     from toolpin.clients.wrap import Plan
 
@@ -112,6 +115,11 @@ def _nothing_found(plan: Plan, command: str) -> bool:
 @click.option(
     "--force", is_flag=True, help="Write the launcher even if `LAUNCHER --version` fails."
 )
+@click.option(
+    "--remote",
+    is_flag=True,
+    help="Also remote (HTTP) servers: toolpin run --url. Asked per server on a terminal.",
+)
 def wrap_command(
     yes: bool,
     dry_run: bool,
@@ -120,11 +128,13 @@ def wrap_command(
     lock: str | None,
     launcher: str,
     force: bool,
+    remote: bool,
 ) -> int:
     """Put the toolpin proxy in front of every local MCP server of every known client.
 
-    Remote servers are left alone. Every file is backed up under the toolpin home first;
-    `toolpin unwrap` puts each entry back as it was.
+    Remote servers too with --remote (on a terminal toolpin asks for each one). Every
+    file is backed up under the toolpin home first; `toolpin unwrap` puts each entry
+    back as it was.
     """
     from pathlib import Path
 
@@ -145,7 +155,13 @@ def wrap_command(
     chosen = uvx_launcher() if launcher == "uvx" else installed_launcher()
     if not force:
         check_launcher(chosen.argv)
-    plan = plan_wrap(_locations(configs, project), launcher=chosen, lock=lock, held=held)
+    plan = plan_wrap(
+        _locations(configs, project),
+        launcher=chosen,
+        lock=lock,
+        held=held,
+        remote=remote or _ask_remote(yes, dry_run),
+    )
     if _nothing_found(plan, "wrap"):
         return 0
     _print_plan(plan)
@@ -172,9 +188,31 @@ def wrap_command(
         f"{' '.join(chosen.argv)} run --name <server>"
         + (f" --lock {lock}" if lock else "")
         + " <original command>"
+        + (" (or --url <server URL> for a remote one)" if remote else "")
     )
     click.echo("Undo any time with: toolpin unwrap")
     return unreadable
+
+
+def _ask_remote(yes: bool, dry_run: bool) -> bool | Callable[[Entry], bool]:
+    """On a terminal (no --yes, no --dry-run): ask for each remote server."""
+    if yes or dry_run or not sys.stdin.isatty():
+        return False
+
+    def ask(entry: Entry) -> bool:
+        from toolpin.core.render import visible
+        from toolpin.core.wire import identity_url
+
+        where = visible(identity_url(entry.url)) if entry.url else "no URL"
+        answer = click.prompt(
+            f"Also protect the remote server {visible(entry.name)} ({where})? [y/N]",
+            default="",
+            show_default=False,
+            prompt_suffix=" ",
+        )
+        return answer.strip().lower().startswith("y")
+
+    return ask
 
 
 @click.command("unwrap")

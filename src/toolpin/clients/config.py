@@ -157,7 +157,7 @@ def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
             skipped.append((entry.name, "disabled in the config"))
             continue
         if entry.kind == "remote":
-            skipped.append((entry.name, "remote server: the proxy speaks stdio only"))
+            skipped.append((entry.name, "remote server"))
             kind = entry.value.get("type") if isinstance(entry.value, dict) else None
             remotes.append(
                 RemoteServer(entry.name, entry.url, kind if isinstance(kind, str) else None)
@@ -168,6 +168,13 @@ def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
             continue
         written = tuple(entry.argv)
         form = recognise_wrap(written)
+        url = form.flag_value("--url") if form is not None and form.by == "toolpin" else None
+        if form is not None and form.inner_start is None and url is not None:
+            # toolpin run --url: a remote server behind toolpin (wrap --remote).
+            transport = form.flag_value("--transport")
+            remotes.append(RemoteServer(entry.name, url, transport))
+            skipped.append((entry.name, "remote server"))
+            continue
         if form is not None:
             start = form.inner_start
             if start is None or start >= len(written):

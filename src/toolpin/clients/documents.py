@@ -123,6 +123,15 @@ class ConfigDocument:
         """Insert ``items`` before ``argv[argv_index]`` (``argv_index`` >= 1)."""
         raise NotImplementedError
 
+    def entry_text(self, entry: Entry) -> str | None:
+        """The entry's text exactly as written (a JSON value, a TOML table's body), or
+        ``None`` when it cannot be told apart from the rest of the file."""
+        raise NotImplementedError
+
+    def replace_entry_text(self, entry: Entry, old: str, new: str) -> None:
+        """Replace the entry's text ``old`` (from :meth:`entry_text`) with ``new``."""
+        raise NotImplementedError
+
 
 def open_document(text: str, dialect: Dialect) -> ConfigDocument:
     """Parse ``text`` as the given dialect; :class:`ConfigError` when it cannot be read."""
@@ -241,6 +250,23 @@ class JsonDocument(ConfigDocument):
             arr, index = self._node((*entry.path, "args")), argv_index - 1
         self._set(jsonc.insert_items(self._text, arr, index, [jsonc.dumps(i) for i in items]))
 
+    def entry_text(self, entry: Entry) -> str | None:
+        node = jsonc.find(self.root, entry.path)
+        return None if node is None else self._text[node.start : node.end]
+
+    def replace_entry_text(self, entry: Entry, old: str, new: str) -> None:
+        node = self._node(entry.path)
+        if self._text[node.start : node.end] != old:
+            raise ConfigError("the entry changed while it was being edited")
+        self._set(jsonc.replace_value(self._text, node, new))
+
+    def indent_of(self, entry: Entry) -> str:
+        """The leading whitespace of the line the entry's value starts on."""
+        node = self._node(entry.path)
+        line_start = self._text.rfind("\n", 0, node.start) + 1
+        line = self._text[line_start : node.start]
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
 
 # ---- Codex TOML ----------------------------------------------------------------------
 
@@ -331,6 +357,26 @@ class TomlDocument(ConfigDocument):
                 sep = "," + after_comma
         encoded = "".join(json.dumps(i, ensure_ascii=False) + sep for i in items)
         table["args"] = _toml_value(text[:at] + encoded + text[at:])
+
+    def entry_text(self, entry: Entry) -> str | None:
+        table = self._table(entry)
+        if not hasattr(table, "as_string"):
+            return None
+        body = str(table.as_string())
+        text = self.text()
+        return body if body and text.count(body) == 1 else None
+
+    def replace_entry_text(self, entry: Entry, old: str, new: str) -> None:
+        import tomlkit
+        from tomlkit.exceptions import TOMLKitError
+
+        text = self.text()
+        if text.count(old) != 1:
+            raise ConfigError("the entry changed while it was being edited")
+        try:
+            self.doc = tomlkit.parse(text.replace(old, new, 1))
+        except TOMLKitError as exc:
+            raise ConfigError(f"the edit would not be valid TOML ({exc})") from None
 
 
 def _toml_value(text: str) -> tomlkit.items.Item:

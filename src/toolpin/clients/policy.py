@@ -13,9 +13,11 @@ each product reads from a managed location:
 * ``cursor``: ``cursor-dashboard.txt``, text to paste into the team dashboard.
 
 Every approved local server is normalised (an existing toolpin or mcp-pin wrapper is
-removed) and wrapped as ``<launcher> run --name <n> --lock <ABS> --only-locked -- <cmd>``.
-Remote servers are listed by URL. Environment *values* are never written: entries
-forward variables by name, and a literal value in the approved list becomes a note.
+removed) and wrapped as ``<launcher> run --name <n> --lock <ABS> --only-locked -- <cmd>``;
+a remote server as ``<launcher> run --name <n> --lock <ABS> --only-locked --url <URL>``
+(its URL is denied where the product has a deny list, so it cannot be used unwrapped).
+Environment *values* are never written: entries forward variables by name, and a literal
+value in the approved list becomes a note.
 Output is deterministic, so the files can be reviewed and diffed.
 """
 
@@ -44,8 +46,9 @@ _ENV_REF = re.compile(
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 COMMON_NOTES = {
-    "remote": "Remote servers are listed by URL only: the toolpin proxy speaks stdio and "
-    "cannot sit in front of HTTP servers yet.",
+    "remote": "Remote servers run behind the proxy too (toolpin run --url); a header whose "
+    "value is a ${VAR} reference is forwarded as --header 'K: ${env:VAR}', any other header "
+    "is not written.",
     "variable": "A command that uses ${VAR} or $VAR is only as fixed as that variable.",
 }
 
@@ -64,6 +67,8 @@ class ApprovedServer:
     literal_env: tuple[str, ...] = ()
     """Names whose approved value was a literal (not written)."""
     had_headers: bool = False
+    headers: tuple[tuple[str, str], ...] = ()
+    """Remote headers forwarded by variable name only (``K``, ``${env:VAR}``)."""
 
 
 @dataclass(frozen=True)
@@ -109,13 +114,26 @@ def read_approved(text: str) -> tuple[list[ApprovedServer], list[str]]:
                 notes.append(f"{_show(entry.name)}: skipped (a remote server without a URL)")
                 continue
             transport = "sse" if value.get("type") == "sse" else "http"
+            raw = value.get("headers")
+            headers: list[tuple[str, str]] = []
+            literal_header = False
+            if isinstance(raw, dict):
+                for key, header in raw.items():
+                    match = _ENV_REF.fullmatch(header) if isinstance(header, str) else None
+                    if match:
+                        headers.append(
+                            (str(key), "${env:" + (match.group(1) or match.group(2)) + "}")
+                        )
+                    else:
+                        literal_header = True
             servers.append(
                 ApprovedServer(
                     entry.name,
                     "remote",
                     url=entry.url,
                     transport=transport,
-                    had_headers=bool(value.get("headers")),
+                    had_headers=literal_header or (bool(raw) and not isinstance(raw, dict)),
+                    headers=tuple(headers),
                 )
             )
             continue
@@ -156,6 +174,15 @@ def _show(name: str) -> str:
 
 def wrapped_argv(server: ApprovedServer, launcher: Sequence[str], lock: str) -> list[str]:
     """The full command line a policy approves for ``server``."""
+    if server.kind == "remote":
+        assert server.url is not None
+        remote = ["--url", server.url]
+        if server.transport == "sse":
+            remote += ["--transport", "sse"]
+        for key, value in server.headers:
+            remote += ["--header", f"{key}: {value}"]
+        flags = proxy_args(server.name, lock, only_locked=True)[:-1]  # no "--"
+        return [*launcher, *flags, *remote]
     return [*launcher, *proxy_args(server.name, lock, only_locked=True), *server.argv]
 
 
@@ -190,7 +217,8 @@ def build(
         )
         if s.had_headers and product != "cursor":
             all_notes.append(
-                f"{_show(s.name)}: its headers are not written (they often hold tokens)."
+                f"{_show(s.name)}: its headers are not written (they often hold tokens); "
+                "give them as ${VAR} references to have them forwarded."
             )
     if any(s.kind == "remote" for s in servers):
         all_notes.append(COMMON_NOTES["remote"])
@@ -209,10 +237,10 @@ def _allow_deny(
     allowed: list[dict[str, object]] = []
     denied: list[dict[str, object]] = []
     for s in servers:
+        allowed.append({"serverCommand": wrapped_argv(s, launcher, lock)})
         if s.kind == "remote":
-            allowed.append({"serverUrl": s.url})
+            denied.append({"serverUrl": s.url})
         else:
-            allowed.append({"serverCommand": wrapped_argv(s, launcher, lock)})
             denied.append({"serverCommand": list(s.argv)})
     return allowed, denied
 
@@ -222,9 +250,6 @@ def _claude_code(
 ) -> list[PolicyFile]:
     mcp: dict[str, object] = {}
     for s in servers:
-        if s.kind == "remote":
-            mcp[s.name] = {"type": s.transport, "url": s.url}
-            continue
         argv = wrapped_argv(s, launcher, lock)
         entry: dict[str, object] = {"type": "stdio", "command": argv[0], "args": argv[1:]}
         if s.env:
@@ -275,11 +300,6 @@ def _codex(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) ->
     ]
     for s in servers:
         key = _toml_key(s.name)
-        if s.kind == "remote":
-            assert s.url is not None
-            req.append(f"\n[mcp_servers.{key}.identity]\nurl = {_toml_str(s.url)}\n")
-            cfg.append(f"\n[mcp_servers.{key}]\nurl = {_toml_str(s.url)}\n")
-            continue
         argv = wrapped_argv(s, launcher, lock)
         matches = ",\n".join(f'  {{ match = "exact", value = {_toml_str(a)} }}' for a in argv[1:])
         req.append(
@@ -308,6 +328,19 @@ def _cursor(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) -
         "Paste this one command entry into the allow list:",
         "",
         f"  *{wildcard}",
+        *(
+            [
+                "",
+                "and, for the remote servers (toolpin run --url):",
+                "",
+                "  *"
+                + " ".join(
+                    [*launcher, "run", "--name", "*", "--lock", lock, "--only-locked", "--url", "*"]
+                ),
+            ]
+            if any(s.kind == "remote" for s in servers)
+            else []
+        ),
         "",
         "With --only-locked the lock is the approved catalog: the proxy refuses any server",
         f"that {lock} does not list, whatever its name.",
@@ -315,11 +348,7 @@ def _cursor(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) -
         "Or, instead, one exact entry per approved server:",
         "",
     ]
-    for s in servers:
-        if s.kind == "remote":
-            lines.append(f"  {s.url}")
-        else:
-            lines.append("  *" + " ".join(wrapped_argv(s, launcher, lock)))
+    lines.extend("  *" + " ".join(wrapped_argv(s, launcher, lock)) for s in servers)
     lines += [
         "",
         'Also turn off "User MCP extensions", so extensions cannot add servers beside the list.',

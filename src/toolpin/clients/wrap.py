@@ -22,11 +22,11 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from toolpin import __version__
 from toolpin.clients.documents import ConfigDocument, Entry, open_document
@@ -292,6 +292,9 @@ class FilePlan:
     error: str | None = None
     journal_add: tuple[str, ...] = ()
     journal_remove: tuple[str, ...] = ()
+    remote_add: tuple[tuple[str, str, str], ...] = ()
+    """Remote entries wrapped: (journal key, original text, wrapped text)."""
+    remote_remove: tuple[str, ...] = ()
 
     @property
     def changes(self) -> list[EntryPlan]:
@@ -356,8 +359,13 @@ def plan_wrap(
     launcher: Launcher,
     lock: str | None = None,
     held: frozenset[str] = frozenset(),
+    remote: bool | Callable[[Entry], bool] = False,
 ) -> Plan:
     """What ``toolpin wrap`` would change; reads files, writes nothing.
+
+    ``remote`` (``--remote``, or a question per entry on a terminal) also puts the proxy
+    in front of remote servers: ``{"url": ..., "headers": ...}`` becomes ``toolpin run
+    --url ...`` (see :func:`remote_run_args`).
 
     ``lock`` (``--lock``) is written into entries of project files only. ``held`` names the
     servers whose package version that lock records (see :func:`check_lock_file`): the
@@ -380,7 +388,15 @@ def plan_wrap(
         file_launcher = PROJECT_LAUNCHER if location.project else launcher
         plans: list[EntryPlan] = []
         journal_add: list[str] = []
+        remote_add: list[tuple[str, str, str]] = []
         for entry in doc.entries():
+            if entry.kind == "remote":
+                wanted = remote(entry) if callable(remote) else remote
+                plan, record = _wrap_remote(doc, entry, file_launcher, file_lock, wanted)
+                plans.append(plan)
+                if record is not None:
+                    remote_add.append((journal_key(path, entry), *record))
+                continue
             plan, added = _wrap_entry(doc, entry, file_launcher, file_lock)
             if file_lock is not None and entry.name in held and plan.warning is not None:
                 plan = replace(plan, warning=None)
@@ -388,7 +404,18 @@ def plan_wrap(
             if added:
                 journal_add.append(journal_key(path, entry))
         after = doc.text().encode("utf-8")
-        files.append(FilePlan(location, path, tuple(plans), data, after, None, tuple(journal_add)))
+        files.append(
+            FilePlan(
+                location,
+                path,
+                tuple(plans),
+                data,
+                after,
+                None,
+                tuple(journal_add),
+                remote_add=tuple(remote_add),
+            )
+        )
     return Plan("wrap", tuple(files), searched)
 
 
@@ -428,10 +455,6 @@ def project_lock_arg(location: ConfigLocation, lock: str) -> str:
 def _wrap_entry(
     doc: ConfigDocument, entry: Entry, launcher: Launcher, lock: str | None
 ) -> tuple[EntryPlan, bool]:
-    if entry.kind == "remote":
-        return EntryPlan(
-            entry.name, entry.scope, "skip", "remote server: the proxy speaks stdio only"
-        ), False
     if entry.kind != "stdio":
         return EntryPlan(entry.name, entry.scope, "skip", entry.reason), False
     form = recognise_wrap(entry.argv)
@@ -457,9 +480,15 @@ def _wrap_entry(
     ), entry.shape == "split" and not entry.has_args
 
 
-def plan_unwrap(locations: Iterable[ConfigLocation], *, journal: set[str] | None = None) -> Plan:
+def plan_unwrap(
+    locations: Iterable[ConfigLocation],
+    *,
+    journal: set[str] | None = None,
+    remotes: dict[str, tuple[str, str]] | None = None,
+) -> Plan:
     """What ``toolpin unwrap`` would change; reads files, writes nothing."""
     notes = journal if journal is not None else WrapJournal().load()
+    remote_notes = remotes if remotes is not None else WrapJournal().load_remotes()
     files: list[FilePlan] = []
     searched = tuple(locations)
     for location in searched:
@@ -475,9 +504,17 @@ def plan_unwrap(locations: Iterable[ConfigLocation], *, journal: set[str] | None
             continue
         plans: list[EntryPlan] = []
         removed: list[str] = []
+        remote_removed: list[str] = []
         for entry in doc.entries():
             form = recognise_wrap(entry.argv) if entry.kind == "stdio" else None
             if form is None:
+                continue
+            if form.by == "toolpin" and form.inner_start is None and form.flag_value("--url"):
+                key = journal_key(path, entry)
+                plan = _unwrap_remote(doc, entry, remote_notes.get(key))
+                plans.append(plan)
+                if plan.action == "unprotect":
+                    remote_removed.append(key)
                 continue
             start = form.inner_start
             if start is None or start >= len(entry.argv):
@@ -496,8 +533,155 @@ def plan_unwrap(locations: Iterable[ConfigLocation], *, journal: set[str] | None
                 removed.append(key)
             plans.append(EntryPlan(entry.name, entry.scope, "unprotect"))
         after = doc.text().encode("utf-8")
-        files.append(FilePlan(location, path, tuple(plans), data, after, None, (), tuple(removed)))
+        files.append(
+            FilePlan(
+                location,
+                path,
+                tuple(plans),
+                data,
+                after,
+                None,
+                (),
+                tuple(removed),
+                remote_remove=tuple(remote_removed),
+            )
+        )
     return Plan("unwrap", tuple(files), searched)
+
+
+# ---- remote servers ------------------------------------------------------------------
+
+_ENV_FORMS = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+_OTHER_VARS = re.compile(r"\$\{(?!env:[A-Za-z_]|input:|[A-Za-z_][A-Za-z0-9_]*\})[^}]*\}")
+_REMOTE_MEMBERS = frozenset({"url", "serverUrl", "httpUrl", "headers", "type", "transport"})
+_CODEX_REMOTE = frozenset({"url", "bearer_token_env_var", "http_headers", "env_http_headers"})
+
+
+def remote_run_args(entry: Entry, dialect: str) -> tuple[list[str], str] | str:
+    """``--url URL [--transport T] [--header 'K: V']...`` for a remote entry, and the
+    transport; or why it cannot be wrapped (a string)."""
+    value = entry.value if isinstance(entry.value, dict) else {}
+    url = entry.url
+    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+        return "remote server without an http(s) URL; left as it is"
+    if "${" in url:
+        return "its URL uses a variable; toolpin does not expand it. Edit it by hand"
+    kind = value.get("type")
+    if kind == "sse":
+        transport = "sse"
+    elif kind in ("http", "streamable-http", "streamableHttp") or "httpUrl" in value:
+        transport = "streamable-http"
+    else:
+        transport = "auto"  # Streamable HTTP, falling back to HTTP+SSE (Gemini's "url")
+    headers: list[tuple[str, str]] = []
+    if dialect == "codex":
+        bearer = value.get("bearer_token_env_var")
+        if isinstance(bearer, str) and bearer:
+            headers.append(("Authorization", f"Bearer ${{env:{bearer}}}"))
+        for source, by_env in (("http_headers", False), ("env_http_headers", True)):
+            table = value.get(source)
+            if table is None:
+                continue
+            if not isinstance(table, Mapping) or not all(
+                isinstance(v, str) for v in table.values()
+            ):
+                return f"{source} in a form toolpin does not rewrite; edit it by hand"
+            for k, v in table.items():
+                headers.append((str(k), f"${{env:{v}}}" if by_env else v))
+    else:
+        raw = value.get("headers")
+        if raw is not None:
+            if not isinstance(raw, Mapping) or not all(isinstance(v, str) for v in raw.values()):
+                return "headers in a form toolpin does not rewrite; edit it by hand"
+            headers = [(str(k), v) for k, v in raw.items()]
+    args = ["--url", url]
+    if transport != "auto":
+        args += ["--transport", transport]
+    for k, v in headers:
+        if _OTHER_VARS.search(v) or "\n" in v or ":" in k:
+            return f"the header {k} uses a form toolpin does not expand; edit it by hand"
+        args += ["--header", f"{k}: {v}"]
+    return args, transport
+
+
+def _wrap_remote(
+    doc: ConfigDocument, entry: Entry, launcher: Launcher, lock: str | None, wanted: bool
+) -> tuple[EntryPlan, tuple[str, str] | None]:
+    if not wanted:
+        return EntryPlan(
+            entry.name, entry.scope, "skip", "remote server: add --remote to protect it"
+        ), None
+    dialect = getattr(doc, "dialect", "codex")
+    built = remote_run_args(entry, dialect)
+    if isinstance(built, str):
+        return EntryPlan(entry.name, entry.scope, "skip", built), None
+    args, _ = built
+    original = doc.entry_text(entry)
+    if original is None:
+        return EntryPlan(
+            entry.name, entry.scope, "skip", "cannot find the entry's text; edit it by hand"
+        ), None
+    flags = ["--lock", lock] if lock else []
+    argv = [*launcher.argv, "run", "--name", entry.name, *flags, *args]
+    value = entry.value if isinstance(entry.value, dict) else {}
+    if dialect == "codex":
+        wrapped = _codex_table(argv, value, original)
+    else:
+        wrapped = _json_entry(argv, value, dialect, doc, entry)
+    doc.replace_entry_text(entry, original, wrapped)
+    return EntryPlan(entry.name, entry.scope, "protect"), (original, wrapped)
+
+
+def _json_entry(
+    argv: list[str], value: Mapping[str, Any], dialect: str, doc: ConfigDocument, entry: Entry
+) -> str:
+    rest = {k: v for k, v in value.items() if k not in _REMOTE_MEMBERS}
+    new: dict[str, Any]
+    if dialect == "opencode":
+        new = {"type": "local", "command": argv, **rest}
+    elif dialect == "vscode":
+        new = {"type": "stdio", "command": argv[0], "args": argv[1:], **rest}
+    else:
+        new = {"command": argv[0], "args": argv[1:], **rest}
+    text = json.dumps(new, ensure_ascii=False, indent=2)
+    indent = doc.indent_of(entry) if hasattr(doc, "indent_of") else ""
+    return text.replace("\n", "\n" + indent)
+
+
+def _codex_table(argv: list[str], value: Mapping[str, Any], original: str) -> str:
+    import tomlkit
+
+    rest = {k: v for k, v in value.items() if k not in _CODEX_REMOTE}
+    table = tomlkit.table()
+    table["command"] = argv[0]
+    table["args"] = argv[1:]
+    for k, v in rest.items():
+        table[k] = v
+    body = tomlkit.dumps(table)
+    trailing = original[len(original.rstrip("\n")) :]
+    return body.rstrip("\n") + (trailing or "\n")
+
+
+def _unwrap_remote(
+    doc: ConfigDocument, entry: Entry, recorded: tuple[str, str] | None
+) -> EntryPlan:
+    if recorded is None:
+        return EntryPlan(
+            entry.name,
+            entry.scope,
+            "skip",
+            "a remote server toolpin has no record of wrapping; edit it by hand",
+        )
+    original, wrapped = recorded
+    if doc.entry_text(entry) != wrapped:
+        return EntryPlan(
+            entry.name,
+            entry.scope,
+            "skip",
+            "edited since toolpin wrapped it; edit it by hand",
+        )
+    doc.replace_entry_text(entry, wrapped, original)
+    return EntryPlan(entry.name, entry.scope, "unprotect")
 
 
 # ---- applying ------------------------------------------------------------------------
@@ -526,12 +710,50 @@ class WrapJournal:
         items = data.get("addedArgs", []) if isinstance(data, dict) else []
         return {i for i in items if isinstance(i, str)}
 
-    def update(self, add: Iterable[str], remove: Iterable[str]) -> None:
+    def _data(self) -> dict[str, object]:
+        try:
+            data = json.loads(self.path.read_text("utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def load_remotes(self) -> dict[str, tuple[str, str]]:
+        """Remote entries wrapped: key -> (original text, wrapped text)."""
+        raw = self._data().get("remotes")
+        out: dict[str, tuple[str, str]] = {}
+        if isinstance(raw, dict):
+            for key, value in raw.items():
+                if (
+                    isinstance(value, dict)
+                    and isinstance(value.get("original"), str)
+                    and isinstance(value.get("wrapped"), str)
+                ):
+                    out[key] = (value["original"], value["wrapped"])
+        return out
+
+    def update(
+        self,
+        add: Iterable[str],
+        remove: Iterable[str],
+        *,
+        remote_add: Iterable[tuple[str, str, str]] = (),
+        remote_remove: Iterable[str] = (),
+    ) -> None:
         current = (self.load() | set(add)) - set(remove)
-        body = {
-            "about": "Config entries whose args member toolpin wrap added; unwrap removes it.",
+        remotes = self.load_remotes()
+        for key, original, wrapped in remote_add:
+            remotes[key] = (original, wrapped)
+        for key in remote_remove:
+            remotes.pop(key, None)
+        body: dict[str, object] = {
+            "about": "Config entries whose args member toolpin wrap added, and the text of "
+            "remote entries toolpin wrap replaced; unwrap restores them.",
             "addedArgs": sorted(current),
         }
+        if remotes:
+            body["remotes"] = {
+                k: {"original": o, "wrapped": w} for k, (o, w) in sorted(remotes.items())
+            }
         ensure_private_dir(self.home)
         atomic_write(self.path, (json.dumps(body, indent=2) + "\n").encode(), mode=0o600)
 
@@ -568,8 +790,13 @@ def apply(plan: Plan, *, home: Path | None = None, now: datetime | None = None) 
             except OSError as exc:
                 raise ConfigError(f"cannot write {f.path} ({exc.strerror or exc})") from None
             written.append(Written(f.path, backup))
-            if f.journal_add or f.journal_remove:
-                journal.update(f.journal_add, f.journal_remove)
+            if f.journal_add or f.journal_remove or f.remote_add or f.remote_remove:
+                journal.update(
+                    f.journal_add,
+                    f.journal_remove,
+                    remote_add=f.remote_add,
+                    remote_remove=f.remote_remove,
+                )
     return written
 
 
@@ -618,5 +845,6 @@ __all__ = [
     "plan_wrap",
     "proxy_args",
     "recognise_wrap",
+    "remote_run_args",
     "uvx_launcher",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from toolpin.core.snapshot import KINDS, Identity, Kind, Snapshot, snapshot_from_results
 from toolpin.errors import ListingError
@@ -235,3 +236,20 @@ def page_items(kind: Kind, result: Mapping[str, Any]) -> list[Any]:
     if not isinstance(items, list):
         raise CollectError(f"a {kind.method} response without a {kind.list_member} array")
     return items
+
+
+def identity_url(url: str) -> str:
+    """A remote server's URL as it identifies the server: ``scheme://host:port/path``
+    (lowercase scheme and host, the default port written out; no query, no credentials)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = 443 if scheme == "https" else 80
+    return f"{scheme}://{host}:{port}{parts.path or '/'}"

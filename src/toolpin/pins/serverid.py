@@ -83,6 +83,13 @@ def name_id(name: str) -> str:
     return _sha256_hex(data)[:ID_LENGTH]
 
 
+def remote_server_id(url: str, name: str | None) -> str:
+    """The id of a remote server: its name and :func:`identity_url`, never its headers."""
+    from toolpin.core.wire import identity_url  # not on the stdio start path
+
+    return server_id(["toolpin-remote", name or "", identity_url(url)])
+
+
 def default_label(argv: Sequence[str]) -> str:
     """``node [1 arg]``: the command's base name and how many arguments it has."""
     if not argv:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from toolpin.clients.config import ConfiguredServer, read_config
+from toolpin.clients.config import Config, ConfiguredServer, RemoteServer, read_config
 from toolpin.core.render import visible
 from toolpin.errors import (
     InputError,
@@ -269,6 +269,7 @@ def lock(config_path: Path, lock_path: Path, opts: LockOptions | None = None) ->
 
     with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
         outcomes = list(pool.map(one, config.servers))
+        outcomes += pool.map(lambda r: _lock_remote(r, opts), config.remotes)
     entries = {o.name: o.entry for o in outcomes if o.entry is not None}
     wrote = False
     with _mutex(lock_path):
@@ -278,7 +279,8 @@ def lock(config_path: Path, lock_path: Path, opts: LockOptions | None = None) ->
                 previous = read_lock(lock_path).servers
             except LockfileError:
                 previous = {}
-            ids = {s.name: s.server_id for s in config.servers}
+            ids: dict[str, str | None] = {s.name: s.server_id for s in config.servers}
+            ids.update((r.name, _remote_id(r, opts)) for r in config.remotes)
             for name, entry in previous.items():
                 if (
                     name not in entries
@@ -290,7 +292,7 @@ def lock(config_path: Path, lock_path: Path, opts: LockOptions | None = None) ->
             write_lock(lock_path, entries)
             wrote = True
     newest = sum(1 for o in outcomes if o.held)
-    return LockReport(lock_path, tuple(outcomes), config.skipped, wrote, newest)
+    return LockReport(lock_path, tuple(outcomes), _not_remote(config), wrote, newest)
 
 
 def _previous(lock_path: Path) -> Mapping[str, LockEntry]:
@@ -354,7 +356,8 @@ def check(config_path: Path, lock_path: Path, opts: LockOptions | None = None) -
 
     with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
         outcomes = list(pool.map(one, config.servers))
-    names = {s.name for s in config.servers}
+        outcomes += pool.map(lambda r: _check_remote(r, locked.get(r.name), opts), config.remotes)
+    names = {s.name for s in config.servers} | {r.name for r in config.remotes}
     for name in sorted(set(locked) - names):
         why = config.skip_reason(name)
         text = (
@@ -363,7 +366,7 @@ def check(config_path: Path, lock_path: Path, opts: LockOptions | None = None) -
             else (f"in the lock but no longer locked by the config ({why})")
         )
         outcomes.append(ServerOutcome(name, "gone", text))
-    return LockReport(lock_path, tuple(outcomes), config.skipped)
+    return LockReport(lock_path, tuple(outcomes), _not_remote(config))
 
 
 def _check_one(
@@ -511,6 +514,82 @@ def _check_package(
             )
         argv = pinned
     return argv, label, note, None
+
+
+# ---------------------------------------------------------------------- remote servers
+
+
+def _not_remote(config: Config) -> tuple[tuple[str, str], ...]:
+    """The skipped servers, less the remote ones (those are locked too)."""
+    remote = {r.name for r in config.remotes}
+    return tuple((n, why) for n, why in config.skipped if n not in remote)
+
+
+def _remote_url(remote: RemoteServer, opts: LockOptions) -> str:
+    from toolpin.clients.config import expand
+
+    if not remote.url:
+        raise ProbeError("a remote server without a URL")
+    return expand(remote.url, opts.env())
+
+
+def _remote_id(remote: RemoteServer, opts: LockOptions) -> str | None:
+    """The id ``toolpin run --name NAME --url URL`` uses (name + origin + path)."""
+    from toolpin.pins.serverid import remote_server_id
+
+    try:
+        return remote_server_id(_remote_url(remote, opts), remote.name)
+    except ProbeError:
+        return None
+
+
+def _probe_remote(remote: RemoteServer, opts: LockOptions) -> Snapshot:
+    """List a remote server over Streamable HTTP (the probe's own conversation). The URL
+    is the team's choice, so private and loopback addresses are allowed; link-local and
+    cloud metadata addresses never are."""
+    from toolpin.probe.http import probe_http
+    from toolpin.probe.ssrf import AddressPolicy
+
+    url = _remote_url(remote, opts)
+    if remote.transport == "sse":
+        raise ProbeError("the legacy HTTP+SSE transport is not probed; lock it over HTTP")
+    return probe_http(url, policy=AddressPolicy(allow_private=True), timeout=opts.timeout).snapshot
+
+
+def _lock_remote(remote: RemoteServer, opts: LockOptions) -> ServerOutcome:
+    try:
+        if opts.progress:
+            opts.progress(f"{remote.name}: listing the remote server")
+        snapshot = _probe_remote(remote, opts)
+    except ProbeError as exc:
+        return ServerOutcome(remote.name, "failed", exc.message)
+    entry = LockEntry(snapshot=snapshot, server_id=_remote_id(remote, opts))
+    tools = len(snapshot.tools) if snapshot.tools is not None else 0
+    return ServerOutcome(
+        remote.name, "locked", f"locked ({tools} tool{'s' if tools != 1 else ''}, remote)",
+        entry=entry,
+    )  # fmt: skip
+
+
+def _check_remote(
+    remote: RemoteServer, entry: LockEntry | None, opts: LockOptions
+) -> ServerOutcome:
+    from toolpin.core.drift import compare
+
+    if entry is None:
+        return ServerOutcome(remote.name, "new", "not in the lock")
+    if entry.server_id is not None and entry.server_id != _remote_id(remote, opts):
+        return ServerOutcome(
+            remote.name, "moved", "its URL in the config changed since it was locked"
+        )
+    try:
+        observed = _probe_remote(remote, opts)
+    except ProbeError as exc:
+        return ServerOutcome(remote.name, "failed", f"could not check: {exc.message}")
+    drift = compare(entry.snapshot, observed)
+    if drift.ok:
+        return ServerOutcome(remote.name, "match", "matches the lock (remote)")
+    return ServerOutcome(remote.name, "changed", "changed since it was locked", drift=drift)
 
 
 # ---------------------------------------------------------------------- run --lock

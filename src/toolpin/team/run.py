@@ -212,3 +212,39 @@ def _hold_package(entry: LockEntry, argv: list[str]) -> tuple[list[str], str | N
             "only its definitions are checked"
         )
     return pinned, f"running {ref.name} {locked.version}, the version in the lock"
+
+
+def prepare_locked_remote(
+    lock_file: str, url: str, *, name: str | None, label: str
+) -> LockPinSource | None:
+    """The lock entry of a remote server (by ``--name`` first, then by its id, which is
+    keyed by name and URL); ``None`` when the lock has no entry for it. Raises
+    :class:`ToolpinError` when the lock is unusable or the entry names another URL."""
+    from toolpin.core.wire import identity_url
+    from toolpin.pins.serverid import remote_server_id
+
+    path = Path(lock_file)
+    try:
+        servers = read_lock(path.absolute()).servers
+    except LockfileError as exc:
+        raise LockfileError(
+            f"cannot use the lockfile {path.absolute()}: {exc.message}",
+            advice="A relative --lock path is read from the directory the client starts "
+            "the server in.",
+        ) from None
+    sid = remote_server_id(url, name)
+    entry_name = None
+    if name is not None and name in servers:
+        entry_name = name
+    else:
+        entry_name = next((n for n, e in servers.items() if e.server_id == sid), None)
+    if entry_name is None:
+        return None
+    entry = servers[entry_name]
+    if entry.server_id is not None and entry.server_id != sid:
+        raise LockfileError(
+            f"the lock's entry {visible(entry_name)} is for another server than "
+            f"{identity_url(url)}",
+            advice="Update the lock in a pull request: toolpin lock",
+        )
+    return LockPinSource(path.absolute(), entry_name, entry, label)

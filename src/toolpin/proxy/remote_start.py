@@ -1,0 +1,135 @@
+"""Start ``toolpin run --url``: check the target, choose the pin source, run the relay.
+
+The same fail-closed paths as a local server (:mod:`toolpin.proxy.start`): a target that
+cannot be used (a bad URL, a header naming an unset ``${env:VAR}``), an unreadable pin
+store or a lock that does not approve the server is explained on stderr, and every
+request the client sends is answered with -31043 until it hangs up (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from toolpin.errors import ToolpinError
+from toolpin.proxy.start import _home, precheck_pin, refuse
+
+if TYPE_CHECKING:
+    from toolpin.pins.source import PinSource
+    from toolpin.proxy.remote_target import RemoteTarget
+
+
+def run_remote_proxy(
+    url: str,
+    *,
+    name: str | None = None,
+    headers: Sequence[str] = (),
+    transport: str = "auto",
+    timeout: float = 30.0,
+    quiet: bool = False,
+    lock: str | None = None,
+    only_locked: bool = False,
+) -> int:
+    """Run ``toolpin run --url URL``; returns the exit code."""
+    from toolpin.core.render import visible
+    from toolpin.pins.serverid import remote_server_id
+    from toolpin.proxy.remote_target import make_target
+
+    label = name or "remote server"
+    try:
+        target = make_target(url, name=name, headers=headers, transport=transport)
+    except ToolpinError as exc:
+        quoted = json.dumps(visible(label), ensure_ascii=False)
+        return refuse(
+            label,
+            exc.diagnostics(),
+            f"toolpin did not connect to {quoted}: its settings cannot be used. "
+            "See the server log.",
+            server=remote_server_id(url, name) if "://" in url else None,
+        )
+    label = target.label
+    sid = remote_server_id(target.url, target.name)
+    from toolpin.proxy.session import ProxyOptions
+    from toolpin.util.console import wants_color
+
+    source: PinSource | None = None
+    if lock is not None or only_locked:
+        locked = _locked_source(target, sid, lock, only_locked=only_locked)
+        if isinstance(locked, int):
+            return locked
+        source = locked
+    if source is None:
+        home = _home()
+        problem = precheck_pin(os.path.join(home, "pins", f"{sid}.json"), sid)
+        if problem is not None:
+            from toolpin.proxy.start import _store_refusal
+
+            return _store_refusal(label, sid, problem)
+        from pathlib import Path
+
+        from toolpin.pins.store import PinStore, StorePinSource
+
+        try:
+            source = StorePinSource(PinStore(Path(home)), sid, label)
+        except ToolpinError as exc:
+            from toolpin.proxy.start import _store_refusal
+
+            return _store_refusal(label, sid, exc.diagnostics())
+    options = ProxyOptions(
+        label=label,
+        server_id=sid,
+        source=source,
+        timeout=timeout,
+        color=wants_color(sys.stderr),
+        quiet=quiet,
+    )
+    from toolpin.proxy.remote import run_remote
+
+    return run_remote(target, options)
+
+
+def _locked_source(
+    target: RemoteTarget, sid: str, lock: str | None, *, only_locked: bool
+) -> PinSource | int | None:
+    """The team lock's pin source for this remote server, ``None`` when the lock does not
+    list it (and --only-locked is not given), or the exit code of a refusal."""
+    from toolpin.core.render import visible
+
+    label = target.label
+    quoted = json.dumps(visible(label), ensure_ascii=False)
+    if lock is None:
+        return refuse(
+            label,
+            "--only-locked needs --lock FILE",
+            f"toolpin did not start {quoted}: --only-locked needs --lock. See the server log.",
+            server=sid,
+        )
+    from toolpin.team.run import prepare_locked_remote
+
+    try:
+        source = prepare_locked_remote(lock, target.url, name=target.name, label=label)
+    except ToolpinError as exc:
+        return refuse(
+            label,
+            exc.diagnostics(),
+            f"toolpin did not start {quoted}: its lock could not be used. See the server log.",
+            server=sid,
+            review="toolpin lock --check",
+        )
+    if source is None:
+        if only_locked:
+            return refuse(
+                label,
+                f"it is not in {visible(lock)}, and --only-locked runs only servers the lock "
+                "approved",
+                f"toolpin did not start {quoted}: the lock does not approve it.",
+                server=sid,
+                review="toolpin lock --check",
+            )
+        sys.stderr.write(
+            f"toolpin: {visible(label)} is not in {visible(lock)}; using this machine's pin\n"
+        )
+    return source
