@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,10 +74,3 @@ def server_everything() -> Path:
     if not entry.exists():
         pytest.fail(f"{entry} is missing after npm install")
     return entry
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Stop the shared page-test browser, if a test started it."""
-    pages = sys.modules.get("tests.pages")
-    if pages is not None:
-        pages.close_shared()

@@ -53,10 +53,6 @@ def serve(root: Path) -> Iterator[str]:
         server.server_close()
 
 
-_SHARED: dict[str, Any] = {}
-"""One Playwright driver and browser for the whole test session: Playwright's sync API
-refuses a second driver while one is running (the site tests hold one all session)."""
-
 LAUNCH_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -68,32 +64,23 @@ LAUNCH_ARGS = [
 ]
 
 
-def shared_browser() -> Any:
-    """The session's headless Chromium (Debian's binary driven by playwright)."""
-    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
-        pytest.fail("Debian's chromium is required for the page tests (apt-get install chromium)")
-    if "browser" not in _SHARED:
-        from playwright.sync_api import sync_playwright
-
-        driver = sync_playwright().start()
-        _SHARED["driver"] = driver
-        _SHARED["browser"] = driver.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-    return _SHARED["browser"]
-
-
-def close_shared() -> None:
-    """Stop the session's browser and driver (from ``pytest_sessionfinish``)."""
-    browser, driver = _SHARED.pop("browser", None), _SHARED.pop("driver", None)
-    if browser is not None:
-        browser.close()
-    if driver is not None:
-        driver.stop()
-
-
 @contextmanager
 def chromium() -> Iterator[Any]:
-    """The shared headless Chromium browser."""
-    yield shared_browser()
+    """A headless Chromium (Debian's binary driven by playwright), stopped on exit.
+
+    Playwright's sync API runs an event loop in this thread while it is open, and allows
+    one driver at a time: hold it for a module at most (never the whole session), so the
+    anyio tests that follow find no loop running."""
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        pytest.fail("Debian's chromium is required for the page tests (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def open_page(browser: Any, url: str) -> tuple[Any, list[str]]:

@@ -39,13 +39,14 @@ def served(sample_site: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
     server.server_close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
         pytest.fail("/usr/bin/chromium is missing: apt-get install -y chromium (.ci/run does this)")
-    from tests.pages import shared_browser
+    from tests.pages import chromium
 
-    yield shared_browser()
+    with chromium() as browser:
+        yield browser
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from toolpin.errors import ToolpinError
-from toolpin.proxy.start import _home, precheck_pin, refuse
+from toolpin.proxy.start import _home, lock_unusable, not_in_lock, precheck_pin, refuse
 
 if TYPE_CHECKING:
     from toolpin.pins.source import PinSource
@@ -112,24 +112,7 @@ def _locked_source(
     try:
         source = prepare_locked_remote(lock, target.url, name=target.name, label=label)
     except ToolpinError as exc:
-        return refuse(
-            label,
-            exc.diagnostics(),
-            f"toolpin did not start {quoted}: its lock could not be used. See the server log.",
-            server=sid,
-            review="toolpin lock --check",
-        )
+        return lock_unusable(label, exc, server=sid)
     if source is None:
-        if only_locked:
-            return refuse(
-                label,
-                f"it is not in {visible(lock)}, and --only-locked runs only servers the lock "
-                "approved",
-                f"toolpin did not start {quoted}: the lock does not approve it.",
-                server=sid,
-                review="toolpin lock --check",
-            )
-        sys.stderr.write(
-            f"toolpin: {visible(label)} is not in {visible(lock)}; using this machine's pin\n"
-        )
+        return not_in_lock(label, lock, server=sid, only_locked=only_locked)
     return source

@@ -164,27 +164,48 @@ def _locked_run(
             review="toolpin lock --check",
         )
     except ToolpinError as exc:
+        return lock_unusable(label, exc, server=sid)
+    if locked is None:
+        return not_in_lock(label, lock, server=sid, only_locked=only_locked)
+    return locked
+
+
+def lock_unusable(label: str, exc: ToolpinError, *, server: str) -> int:
+    """Refuse to start a server whose lock cannot be used (missing, tampered, ...)."""
+    import json
+
+    from toolpin.core.render import visible
+
+    quoted = json.dumps(visible(label), ensure_ascii=False)
+    return refuse(
+        label,
+        exc.diagnostics(),
+        f"toolpin did not start {quoted}: its lock could not be used. See the server log.",
+        server=server,
+        review="toolpin lock --check",
+    )
+
+
+def not_in_lock(label: str, lock: str, *, server: str, only_locked: bool) -> int | None:
+    """A server the lock does not list: refused under ``--only-locked`` (the exit code),
+    else ``None`` after a note that this machine's pin is used instead."""
+    import json
+
+    from toolpin.core.render import visible
+
+    if only_locked:
+        quoted = json.dumps(visible(label), ensure_ascii=False)
         return refuse(
             label,
-            exc.diagnostics(),
-            f"toolpin did not start {quoted}: its lock could not be used. See the server log.",
-            server=sid,
+            f"it is not in {visible(lock)}, and --only-locked runs only servers the lock approved",
+            f"toolpin did not start {quoted}: the lock does not approve it.",
+            server=server,
             review="toolpin lock --check",
         )
-    if locked is None:
-        if only_locked:
-            return refuse(
-                label,
-                f"it is not in {visible(lock)}, and --only-locked runs only servers the lock "
-                "approved",
-                f"toolpin did not start {quoted}: the lock does not approve it.",
-                server=sid,
-                review="toolpin lock --check",
-            )
-        sys.stderr.write(
-            f"toolpin: {visible(label)} is not in {visible(lock)}; using this machine's pin\n"
-        )
-    return locked
+    sys.stderr.write(
+        f"toolpin: {visible(label)} is not in {visible(lock)}; using this machine's pin\n"
+    )
+    return None
 
 
 def _run_locked(locked: Any, *, label: str, timeout: float, quiet: bool) -> int:

@@ -26,7 +26,7 @@ from toolpin.clients.install_links import (
     InstallRequest,
     install_links,
 )
-from toolpin.util.fs import atomic_write
+from toolpin.site.output import write_if_changed
 
 EXAMPLE_ARGV: tuple[str, ...] = ("npx", "-y", "@modelcontextprotocol/server-everything")
 EXAMPLE_NAME = "everything"
@@ -37,17 +37,6 @@ __all__ = ["EXAMPLE_ARGV", "EXAMPLE_NAME", "install_script", "write_install_page
 def install_script() -> bytes:
     """The generator script served as ``install/install.js``."""
     return resources.files("toolpin.site").joinpath("static/install.js").read_bytes()
-
-
-def _write(path: Path, data: bytes) -> bool:
-    try:
-        if path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, data)
-    return True
 
 
 def write_install_page(
@@ -80,6 +69,6 @@ def write_install_page(
     root = Path(out_dir) / "install"
     files = [root / "index.html", root / "install.js"]
     for path, data in zip(files, (page.encode("utf-8"), install_script()), strict=True):
-        if _write(path, data) and on_write is not None:
+        if write_if_changed(path, data) and on_write is not None:
             on_write(path)
     return files

@@ -142,3 +142,16 @@ class SiteWriter:
         if not same:
             atomic_write(manifest, data, sync=False)
         return removed
+
+
+def write_if_changed(path: Path, data: bytes) -> bool:
+    """Write ``data`` unless the file already holds exactly it (an unchanged rebuild
+    touches no file); True when written."""
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, data)
+    return True

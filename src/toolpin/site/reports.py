@@ -24,21 +24,9 @@ import jinja2
 
 from toolpin.crawl.report import LogView, load_view, monthly_report, since_report
 from toolpin.errors import InputError
-from toolpin.util.fs import atomic_write
+from toolpin.site.output import write_if_changed
 
 __all__ = ["months_of", "write_report_pages"]
-
-
-def _write(path: Path, data: bytes) -> bool:
-    """Write ``data`` unless the file already holds exactly it; True when written."""
-    try:
-        if path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, data)
-    return True
 
 
 def months_of(view: LogView, until: str = "") -> list[str]:
@@ -103,7 +91,7 @@ def write_report_pages(
 
     def emit(name: str, data: bytes) -> None:
         path = root / name
-        if _write(path, data) and on_write is not None:
+        if write_if_changed(path, data) and on_write is not None:
             on_write(path)
         files.append(path)
 
