@@ -143,6 +143,7 @@ class Target:
     argv: list[str]
     env: dict[str, str]
     pinned: bool = False
+    relay: str = ""  # the do-nothing relay in the same language, for the last column
     samples: dict[str, list[float]] = field(default_factory=dict)
     round_medians: dict[str, list[float]] = field(default_factory=dict)
 
@@ -178,11 +179,12 @@ def targets(tmp: Path, mcp_pin: Path | None) -> list[Target]:
         out.append(Target("relay (node)", ["node", "-e", NODE_RELAY, *server], env))
     toolpin_env = {**env, "TOOLPIN_HOME": str(tmp / "toolpin-home")}
     toolpin = [sys.executable, "-m", "toolpin", "run", "--quiet", "--", *server]
-    out.append(Target("toolpin", toolpin, toolpin_env, pinned=True))
+    out.append(Target("toolpin", toolpin, toolpin_env, pinned=True, relay="relay (python)"))
     if mcp_pin is not None:
         pin_env = {**env, "MCP_PIN_HOME": str(tmp / "mcp-pin-home")}
         pin_env.pop("ATTEST_HOME", None)
-        out.append(Target("mcp-pin", ["node", str(mcp_pin), "--", *server], pin_env, True))
+        mcp_argv = ["node", str(mcp_pin), "--", *server]
+        out.append(Target("mcp-pin", mcp_argv, pin_env, pinned=True, relay="relay (node)"))
     return out
 
 
@@ -272,12 +274,16 @@ def measure(all_targets: list[Target], sizes: Sizes) -> None:
         print(f"  round {round_no + 1}/{sizes.rounds} done", file=sys.stderr, flush=True)
 
 
+def number(seconds: float, unit: str) -> str:
+    return f"{seconds * 1e6:.0f}" if unit == "us" else f"{seconds * 1e3:.1f}"
+
+
 def fmt(seconds: float, unit: str) -> str:
-    return f"{seconds * 1e6:.0f} us" if unit == "us" else f"{seconds * 1e3:.1f} ms"
+    return f"{number(seconds, unit)} {unit}"
 
 
 def spread(values: list[float], unit: str) -> str:
-    return f"{fmt(min(values), unit)}-{fmt(max(values), unit)}"
+    return f"{number(min(values), unit)}..{fmt(max(values), unit)}"
 
 
 ROWS = (
@@ -289,45 +295,39 @@ ROWS = (
 )
 
 
+def added(target: Target, base: Target, kind: str, unit: str) -> tuple[str, str]:
+    """Median minus the base's median, and the range of that difference over the rounds."""
+    mine, theirs = target.round_medians[kind], base.round_medians[kind]
+    per_round = [t - b for t, b in zip(mine, theirs, strict=True)]
+    diff = statistics.median(target.samples[kind]) - statistics.median(base.samples[kind])
+    return fmt(diff, unit), f"[{spread(per_round, unit)}]"
+
+
 def report(all_targets: list[Target], sizes: Sizes) -> None:
     direct = all_targets[0]
+    by_name = {t.name: t for t in all_targets}
+    counts = {"start": sizes.starts, "ping": sizes.trips, "call": sizes.trips}
+    counts |= {"list": sizes.lists, "big": sizes.bigs}
     print()
-    print(
-        "median of all samples; 'rounds' = lowest-highest of the per-round medians; "
-        "'added' = median minus direct's median (per-round range in brackets)"
-    )
+    print("median of all samples; 'rounds' = lowest-highest per-round median;")
+    print("'added' = median minus direct's median [lowest-highest of that per round];")
+    print("'over relay' = the same over the do-nothing relay written in the same language")
+    head = f"  {'target':<15} {'median':>9} {'rounds':>15} {'added':>9} {'':>17}"
+    head += f" {'over relay':>10} {'':>17}"
     for kind, label, unit in ROWS:
-        count = {
-            "start": sizes.starts,
-            "ping": sizes.trips,
-            "call": sizes.trips,
-            "list": sizes.lists,
-            "big": sizes.bigs,
-        }[kind]
-        print(f"\n{label} ({sizes.rounds} rounds x {count})")
-        print(
-            f"  {'target':<15} {'median':>10} {'rounds':>20} {'added':>10} {'added per round':>22}"
-        )
-        d_med = statistics.median(direct.samples[kind])
+        print(f"\n{label} ({sizes.rounds} rounds x {counts[kind]})")
+        print(head)
         for target in all_targets:
             med = statistics.median(target.samples[kind])
-            rounds = spread(target.round_medians[kind], unit)
-            if target is direct:
-                added, added_range = "", ""
-            else:
-                per_round = [
-                    t - d
-                    for t, d in zip(
-                        target.round_medians[kind], direct.round_medians[kind], strict=True
-                    )
-                ]
-                added = fmt(med - d_med, unit)
-                added_range = f"[{spread(per_round, unit)}]"
-            extra = f"  {BIG_BYTES / med / 1e6:.0f} MB/s" if kind == "big" else ""
-            print(
-                f"  {target.name:<15} {fmt(med, unit):>10} {rounds:>20} {added:>10} "
-                f"{added_range:>22}{extra}"
-            )
+            cells = [fmt(med, unit), spread(target.round_medians[kind], unit)]
+            cells += list(added(target, direct, kind, unit)) if target is not direct else ["", ""]
+            relay = by_name.get(target.relay)
+            cells += list(added(target, relay, kind, unit)) if relay is not None else ["", ""]
+            line = f"  {target.name:<15} {cells[0]:>9} {cells[1]:>15} {cells[2]:>9} {cells[3]:>17}"
+            line += f" {cells[4]:>10} {cells[5]:>17}"
+            if kind == "big":
+                line += f"  {BIG_BYTES / med / 1e6:.0f} MB/s"
+            print(line.rstrip())
 
 
 def process_ms(argv: list[str], env: dict[str, str], repeat: int, ok: int = 0) -> list[float]:
