@@ -69,6 +69,14 @@ def reply(id_, body):
     out.write(b'{"jsonrpc":"2.0","id":' + json.dumps(id_).encode() + body + b'}\n')
     out.flush()
 LIST = b',"result":' + json.dumps({"tools": TOOLS}, separators=(",", ":")).encode()
+# The same definitions with every object's members in reverse order: other bytes, same
+# canonical form (no drift), so a proxy cannot skip the re-check by comparing bytes.
+def reverse(v):
+    if isinstance(v, dict):
+        return {k: reverse(v[k]) for k in reversed(list(v))}
+    return [reverse(x) for x in v] if isinstance(v, list) else v
+LIST_REVERSED = b',"result":' + json.dumps({"tools": reverse(TOOLS)}).encode()
+lists = 0
 INIT = b',"result":' + json.dumps({"protocolVersion": "2025-11-25",
     "capabilities": {"tools": {}}, "serverInfo": {"name": "bench", "version": "1"}}).encode()
 ECHO = b',"result":{"content":[{"type":"text","text":"ok"}]}'
@@ -82,6 +90,9 @@ for line in sys.stdin.buffer:
     m = msg.get("method")
     if m == "initialize":
         reply(msg["id"], INIT)
+    elif m == "tools/list" and "_meta" in (msg.get("params") or {}):
+        lists += 1
+        reply(msg["id"], LIST_REVERSED if lists % 2 else LIST)
     elif m == "tools/list":
         reply(msg["id"], LIST)
     elif m == "tools/call":
@@ -134,6 +145,9 @@ process.stdout.write(JSON.stringify(out));
 """
 
 LIST = b'{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n'
+LIST_ALTERNATE = (
+    b'{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{"_meta":{"bench":"alternate"}}}\n'
+)
 BIG = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"big"}}\n'
 
 
@@ -215,7 +229,7 @@ def trips(peer: Peer, template: bytes, first: int, count: int) -> list[float]:
         peer.write(template % ident)
         line = peer.line()
         times.append(time.perf_counter() - start)
-        if ident == first:
+        if ident < first + 2:  # the first two: for tools/list, both serialisations
             result_of(line, ident)
     return times
 
@@ -245,6 +259,8 @@ def session(target: Target, sizes: Sizes) -> dict[str, list[float]]:
         out["call"] = trips(peer, CALL, ident, sizes.trips)
         ident += sizes.trips
         out["list"] = trips(peer, LIST, ident, sizes.lists)
+        ident += sizes.lists
+        out["relist"] = trips(peer, LIST_ALTERNATE, ident, sizes.lists)
         ident += sizes.lists
         out["big"] = [big_result(peer, ident + i) for i in range(sizes.bigs)]
         return out
@@ -290,7 +306,8 @@ ROWS = (
     ("start", "spawn -> initialize answer (verify)", "ms"),
     ("ping", "ping round trip", "us"),
     ("call", "tools/call round trip (echo)", "us"),
-    ("list", "tools/list, 100 tools, mid-session", "us"),
+    ("list", "tools/list, 100 tools, mid-session, the same bytes each time", "us"),
+    ("relist", "tools/list, 100 tools, mid-session, member order alternating", "us"),
     ("big", "10 MB tools/call result", "ms"),
 )
 
@@ -307,7 +324,7 @@ def report(all_targets: list[Target], sizes: Sizes) -> None:
     direct = all_targets[0]
     by_name = {t.name: t for t in all_targets}
     counts = {"start": sizes.starts, "ping": sizes.trips, "call": sizes.trips}
-    counts |= {"list": sizes.lists, "big": sizes.bigs}
+    counts |= {"list": sizes.lists, "relist": sizes.lists, "big": sizes.bigs}
     print()
     print("median of all samples; 'rounds' = lowest-highest per-round median;")
     print("'added' = median minus direct's median [lowest-highest of that per round];")
@@ -462,7 +479,8 @@ def versions(mcp_pin: Path | None) -> None:
         )
         return done.stdout.strip() if done.returncode == 0 else "?"
 
-    dirty = " (with uncommitted changes)" if git(REPO, "status", "--porcelain", "src") else ""
+    status = git(REPO, "status", "--porcelain", "src")
+    dirty = " (with uncommitted changes)" if status not in ("", "?") else ""
     node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
     print(f"toolpin {git(REPO, 'log', '-1', '--format=%h %cs')}{dirty}")
     if mcp_pin is not None:
