@@ -41,10 +41,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 
 TYPE_CHECKING = False  # typing is not imported on the start path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Protocol
 else:
     Protocol = object
@@ -139,3 +141,20 @@ class SubprocessChannel:
         if self.proc.poll() is None:
             with contextlib.suppress(OSError):
                 self.proc.send_signal(signum)
+
+
+def signals_to_main(target: Callable[..., None]) -> Callable[..., None]:
+    """Wrap a thread's target so the thread blocks SIGINT and SIGTERM first.
+
+    Python runs signal handlers in the main thread only, but the kernel may deliver a
+    process signal to any thread: one delivered to a worker blocked in a read would leave
+    the main thread asleep in its own read and the signal unhandled (a client's SIGTERM
+    never reaching the server). Every proxy thread starts through this.
+    """
+
+    def body(*args: object) -> None:
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        target(*args)
+
+    return body

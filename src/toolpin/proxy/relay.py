@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from toolpin.proxy.channel import READ_SIZE, ServerChannel, write_all
+from toolpin.proxy.channel import READ_SIZE, ServerChannel, signals_to_main, write_all
 from toolpin.proxy.session import MAX_INSPECT, ProxyOptions, Session
 
 
@@ -191,11 +191,17 @@ class Relay:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self._forward_signal)
         server_reader = threading.Thread(
-            target=self._guarded, args=(self._pump_server,), name="toolpin-server", daemon=True
+            target=signals_to_main(self._guarded),
+            args=(self._pump_server,),
+            name="toolpin-server",
+            daemon=True,
         )
         server_reader.start()
         threading.Thread(
-            target=self._guarded, args=(self._watchdog,), name="toolpin-watchdog", daemon=True
+            target=signals_to_main(self._guarded),
+            args=(self._watchdog,),
+            name="toolpin-watchdog",
+            daemon=True,
         ).start()
         session = self.session
         client = _fd_reader(self.client_in)

@@ -22,6 +22,7 @@ import threading
 import time
 from typing import Any
 
+from toolpin.proxy.channel import signals_to_main
 from toolpin.proxy.remote_target import RemoteTarget
 from toolpin.proxy.session import ProxyOptions, Session
 
@@ -96,7 +97,9 @@ class RemoteChannel:
             inner.close_input()
             self._end(1 if inner.fault else 0)
 
-        threading.Thread(target=finish, name="toolpin-http-close", daemon=True).start()
+        threading.Thread(
+            target=signals_to_main(finish), name="toolpin-http-close", daemon=True
+        ).start()
 
     def terminate(self, *, force: bool = False) -> None:
         self._closing = True
@@ -164,7 +167,9 @@ class RemoteChannel:
                 if session.settled():
                     return
 
-        threading.Thread(target=watch, name="toolpin-http-clock", daemon=True).start()
+        threading.Thread(
+            target=signals_to_main(watch), name="toolpin-http-clock", daemon=True
+        ).start()
 
 
 def run_remote(target: RemoteTarget, options: ProxyOptions) -> int:

@@ -34,6 +34,7 @@ import httpx2
 
 from toolpin.core.wire import HANDSHAKE_VERSIONS, META_PROTOCOL
 from toolpin.probe.ssrf import AddressPolicy, GuardError, check_url
+from toolpin.proxy.channel import signals_to_main
 from toolpin.proxy.remote_target import RemoteTarget
 from toolpin.proxy.remote_wire import (
     ACCEPT,
@@ -116,7 +117,9 @@ class StreamableHttpChannel:
         """Begin: ``deliver`` gets each server line, ``closed`` once at the end."""
         self._deliver = deliver
         self._closed = closed
-        self._sender = threading.Thread(target=self._send_loop, name="toolpin-http", daemon=True)
+        self._sender = threading.Thread(
+            target=signals_to_main(self._send_loop), name="toolpin-http", daemon=True
+        )
         self._sender.start()
 
     def send(self, data: bytes) -> None:
@@ -144,7 +147,9 @@ class StreamableHttpChannel:
         if self.dead.is_set():
             return
         self.dead.set()
-        threading.Thread(target=self._stop_now, name="toolpin-http-stop", daemon=True).start()
+        threading.Thread(
+            target=signals_to_main(self._stop_now), name="toolpin-http-stop", daemon=True
+        ).start()
 
     def _stop_now(self) -> None:
         self._close_streams()
@@ -171,7 +176,7 @@ class StreamableHttpChannel:
                         with self._cond:
                             self._inflight += 1
                         threading.Thread(
-                            target=self._exchange_in_thread,
+                            target=signals_to_main(self._exchange_in_thread),
                             args=(line, msg),
                             name="toolpin-http-request",
                             daemon=True,
@@ -465,7 +470,9 @@ class StreamableHttpChannel:
             and not self._listening
         ):
             self._listening = True
-            threading.Thread(target=self._listen, name="toolpin-http-get", daemon=True).start()
+            threading.Thread(
+                target=signals_to_main(self._listen), name="toolpin-http-get", daemon=True
+            ).start()
 
     # ------------------------------------------------------------------ the GET stream
 
