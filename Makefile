@@ -26,11 +26,12 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py
 
 # `make install`: toolpin on PATH from this checkout, in a virtual environment of its own
-# (PREFIX/share/toolpin/venv) with the command linked into PREFIX/bin; needs only Python and
+# (PREFIX/lib/toolpin/venv) with the command linked into PREFIX/bin; needs only Python and
 # the dependencies from the package index. The installed command stays valid when this
 # checkout moves or is deleted (it is not the repository's .venv).
 PREFIX ?= $(HOME)/.local
-TOOL_VENV ?= $(PREFIX)/share/toolpin/venv
+TOOL_VENV ?= $(PREFIX)/lib/toolpin/venv
+# Never PREFIX/share/toolpin: on Linux that is toolpin's own data folder (pins, audit log).
 
 install:
 	$(PYTHON) -m venv --clear $(TOOL_VENV)
@@ -44,7 +45,7 @@ install:
 
 uninstall:
 	rm -f $(PREFIX)/bin/toolpin
-	rm -rf $(PREFIX)/share/toolpin
+	rm -rf $(PREFIX)/lib/toolpin
 
 # The proxy's framing fuzzer with a long budget (the normal suite runs 60 examples).
 fuzz: $(VENV)/.installed

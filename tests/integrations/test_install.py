@@ -74,6 +74,10 @@ def test_make_install_puts_toolpin_on_path(tmp_path: Path) -> None:
     assert str(target).startswith(str(prefix)), "the command must not point into the checkout"
     out = subprocess.run([str(link), "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("toolpin, version ")
+    pins = prefix / "share" / "toolpin" / "pins"  # toolpin's data folder on Linux
+    pins.mkdir(parents=True)
+    (pins / "x.json").write_text("{}")
     subprocess.run(["make", "-C", str(REPO), "uninstall", f"PREFIX={prefix}"], check=True,
                    capture_output=True)  # fmt: skip
     assert not link.exists()
+    assert (pins / "x.json").exists(), "uninstall must never touch the user's pins"

@@ -326,8 +326,9 @@ def build_site(
     hook_context = dict(context)
     install = _hook("toolpin.site.install", "write_install_page")
     hooked: list[Path] = []
+    fresh: list[Path] = []  # the hooks' files written this time (the rest were unchanged)
     if install is not None:
-        hooked.extend(install(env, out, hook_context))
+        hooked.extend(install(env, out, hook_context, on_write=fresh.append))
     reports = _hook("toolpin.site.reports", "write_report_pages")
     if reports is not None:
         # The reports read the log through their own verified view; their cache of
@@ -340,10 +341,11 @@ def build_site(
         hook_context["verifier"] = vkey
         hook_context["now"] = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         hook_context["report_cache"] = toolpin_home() / "cache" / f"reports-{tag}.json"
-        hooked.extend(reports(env, out, hook_context, view.log_dir))
+        hooked.extend(reports(env, out, hook_context, view.log_dir, on_write=fresh.append))
     # Their files belong to this build too (kept, or removed when no longer written).
     rels = {Path(p).relative_to(out).as_posix() for p in hooked} - writer.paths
-    writer.merge(rels, 0, len(rels))
+    written = len(rels & {Path(p).relative_to(out).as_posix() for p in fresh})
+    writer.merge(rels, written, len(rels) - written)
     removed = writer.finish(inputs)
     return BuildResult(
         checkpoint_size=view.checkpoint.size,
