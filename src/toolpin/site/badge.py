@@ -30,7 +30,7 @@ from typing import Final
 
 from markupsafe import escape
 
-from toolpin.site.model import ServerHistory, parse_time
+from toolpin.site.model import MONTHS, ServerHistory, parse_time
 
 LABEL: Final = "toolpin"
 FONT: Final = "DejaVu Sans,Verdana,Geneva,sans-serif"
@@ -83,20 +83,6 @@ _KERN_TEXT: Final = (
 )
 KERNING: Final = {item[:2]: int(item[2:]) for item in _KERN_TEXT.split()}
 """Pair adjustments of the font's GPOS ``kern`` feature for these glyphs (units per em)."""
-_MONTHS: Final = (
-    "Jan",
-    "Feb",
-    "Mar",
-    "Apr",
-    "May",
-    "Jun",
-    "Jul",
-    "Aug",
-    "Sep",
-    "Oct",
-    "Nov",
-    "Dec",
-)
 CLAIM_WORDS: Final = ("safe", "secure", "verified", "trusted", "audited", "approved")
 
 __all__ = ["Badge", "badge_for", "badge_state", "render_badge", "text_width"]
@@ -125,7 +111,7 @@ class Badge:
 
 
 def _day(moment: dt.datetime, now: dt.datetime) -> str:
-    text = f"{moment.day} {_MONTHS[moment.month - 1]}"
+    text = f"{moment.day} {MONTHS[moment.month - 1]}"
     return text if moment.year == now.year else f"{text} {moment.year}"
 
 

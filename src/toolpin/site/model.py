@@ -47,6 +47,10 @@ def parse_time(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text[:19]).replace(tzinfo=dt.UTC)
 
 
+MONTHS: Final = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+"""English month abbreviations for the dates pages and badges show (never the locale's)."""
+
+
 @dataclass(frozen=True)
 class SiteCheckpoint:
     """The checkpoint a site was built from, as every page names it."""

@@ -15,6 +15,7 @@ import jinja2
 from markupsafe import Markup
 
 from toolpin.core.render import visible
+from toolpin.site.model import MONTHS
 
 CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -52,29 +53,13 @@ def href(context: Mapping[str, object], rel: str) -> str:
     return path + rel
 
 
-_MONTHS: Final = (
-    "Jan",
-    "Feb",
-    "Mar",
-    "Apr",
-    "May",
-    "Jun",
-    "Jul",
-    "Aug",
-    "Sep",
-    "Oct",
-    "Nov",
-    "Dec",
-)
-
-
 def when(value: object) -> Markup:
     """``2026-11-30T03:00:00Z`` as ``<time datetime=…>30 Nov 2026, 03:00 UTC</time>``."""
     text = value if isinstance(value, str) else ""
     if len(text) < 16 or text[4] != "-" or text[10] != "T":
         return Markup("<time>") + text + Markup("</time>")
     year, month, day = text[:4], int(text[5:7]), int(text[8:10])
-    shown = f"{day} {_MONTHS[month - 1]} {year}, {text[11:16]} UTC"
+    shown = f"{day} {MONTHS[month - 1]} {year}, {text[11:16]} UTC"
     return Markup('<time datetime="{}">{}</time>').format(text, shown)
 
 
