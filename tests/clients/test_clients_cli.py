@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -114,7 +115,7 @@ def test_wrap_yes_then_again_then_unwrap(home: Path) -> None:
     assert fs["command"] == str((home.parent / "bin" / "toolpin").absolute())
     # No "--": the server command's first word ends toolpin's options (the MCP Inspector's
     # config mode misreads a "--" argument).
-    assert fs["args"][:4] == ["run", "--name", "filesystem", "npx"]
+    assert fs["args"][:4] == ["run", "--name", "filesystem@claude-desktop", "npx"]
     after_wrap = snapshot(home)
 
     again = run(home, "wrap", "--yes")
@@ -175,7 +176,10 @@ def test_lock_needs_project_and_a_lock(home: Path, tmp_path: Path) -> None:
     ok = run(home, "wrap", "--project", "--lock", "toolpin.lock", "--yes", cwd=project)
     assert ok.returncode == 0, ok.stderr
     shared = json.loads((project / ".mcp.json").read_text())["mcpServers"]["fetch"]
-    assert shared["args"][:6] == ["run", "--name", "fetch", "--lock", "toolpin.lock", "uvx"]
+    assert shared["args"][:2] == ["run", "--name"]
+    assert shared["args"][3:6] == ["--lock", "toolpin.lock", "uvx"]
+    # a project's entry is named by its project too, so no other project shares its pin
+    assert re.fullmatch(r"fetch@claude-code:project-[0-9a-f]{8}", shared["args"][2])
     user = json.loads((home / ".config/Claude/claude_desktop_config.json").read_text())
     assert "--lock" not in user["mcpServers"]["fetch"]["args"]
 

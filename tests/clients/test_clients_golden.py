@@ -13,6 +13,7 @@ import pytest
 from toolpin.clients import jsonc
 from toolpin.clients.documents import open_document
 from toolpin.clients.locations import ConfigLocation, Dialect
+from toolpin.clients.naming import config_key
 from toolpin.clients.wrap import (
     Launcher,
     WrapJournal,
@@ -90,12 +91,11 @@ def test_wrap_wrap_unwrap(
         form = recognise_wrap(after[server])
         assert form is not None and form.by == "toolpin" and form.inner_start is not None
         assert after[server][form.inner_start :] == before[server]
-        assert after[server][: form.inner_start] == (
-            "/opt/toolpin/bin/toolpin",
-            "run",
-            "--name",
-            server,
-        )
+        assert after[server][:3] == ("/opt/toolpin/bin/toolpin", "run", "--name")
+        assert after[server][4:] == before[server] and form.inner_start == 4
+        # the name is the config key qualified with the client (and project, if any)
+        assert after[server][3].startswith(f"{server}@test")
+        assert config_key(after[server][3]) == server
     # line endings survive
     if b"\r\n" in original:
         assert wrapped.count(b"\n") == wrapped.count(b"\r\n")
@@ -214,7 +214,7 @@ def test_lock_is_added_to_project_wraps(tmp_path: Path, monkeypatch: pytest.Monk
         "/opt/toolpin/bin/toolpin",
         "run",
         "--name",
-        "a",
+        "a@test",
         "--lock",
         "toolpin.lock",
         "npx",

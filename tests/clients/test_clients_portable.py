@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from toolpin.clients.locations import project_configs
 from toolpin.clients.wrap import Launcher, apply, plan_wrap
-from toolpin.team.run import find_lock
+from toolpin.team.run import find_lock, prepare_locked_run
 
 AUTHOR = Launcher(("/home/author/checkout/.venv/bin/toolpin",))
 
@@ -46,14 +47,18 @@ def test_project_files_name_toolpin_on_path_and_the_lock_portably(
     for entry in (claude, vscode):
         assert entry["command"] == "toolpin", "never the author's absolute path"
         assert str(tmp_path) not in json.dumps(entry["args"][:6])
-    assert claude["args"][:5] == ["run", "--name", "demo", "--lock", "toolpin.lock"]
+    assert claude["args"][:5] == ["run", "--name", claude["args"][2], "--lock", "toolpin.lock"]
     assert vscode["args"][:5] == [
         "run",
         "--name",
-        "demo",
+        vscode["args"][2],
         "--lock",
         "${workspaceFolder}/toolpin.lock",
     ]
+    # each client's entry has its own name, with the project's folder in it
+    assert re.fullmatch(r"demo@claude-code:project-[0-9a-f]{8}", claude["args"][2])
+    assert re.fullmatch(r"demo@vs-code:project-[0-9a-f]{8}", vscode["args"][2])
+    assert claude["args"][2][-8:] == vscode["args"][2][-8:]
 
 
 def test_find_lock_walks_up_to_the_project_root_and_no_further(tmp_path: Path) -> None:
@@ -114,3 +119,28 @@ def test_a_wrapped_server_starts_from_any_folder_of_the_project(
     tools = _talk([entry["command"], *entry["args"]], project / where, env)
     assert "error" not in tools, tools
     assert [t["name"] for t in tools["result"]["tools"]] == ["word_count"]  # type: ignore[index]
+
+
+def test_the_lock_finds_a_wrapped_entry_by_its_config_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = _project(tmp_path)
+    env = {**os.environ, "TOOLPIN_HOME": str(tmp_path / "home")}
+    subprocess.run(
+        [sys.executable, "-m", "toolpin", "lock", "--definitions-only"],
+        cwd=project, env=env, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    _wrap(project, monkeypatch)
+    args = json.loads((project / ".mcp.json").read_text())["mcpServers"]["demo"]["args"]
+    name = args[2]
+    assert name != "demo"
+    # an edited command under the wrapped name is still the lock's "demo" (its change is
+    # then checked against that entry), not a server the lock does not know
+    locked = prepare_locked_run(
+        "toolpin.lock", [sys.executable, "-X", "utf8", "-m", "toolpin.demo.server"],
+        name=name, label=name,
+    )  # fmt: skip
+    assert locked is not None
+    assert locked.source.describe_pin().endswith("(entry demo)")
+    other = prepare_locked_run("toolpin.lock", ["node", "x.js"], name="other@cursor", label="o")
+    assert other is None

@@ -185,7 +185,7 @@ def wrap_command(
     click.echo("Restart those apps so they load the change.")
     click.echo(
         "If an app asks to allow a command, the wrapped command is: "
-        f"{'toolpin' if project and lock else ' '.join(chosen.argv)} run --name <server>"
+        f"{'toolpin' if project and lock else ' '.join(chosen.argv)} run --name <server>@<client>"
         + (f" --lock {lock}" if lock else "")
         + " <original command>"
         + (" (or --url <server URL> for a remote one)" if remote else "")

@@ -2,8 +2,9 @@
 
 A wrapped stdio entry keeps every other key; its command becomes the launcher (the
 absolute path of the installed ``toolpin``, or ``uvx toolpin@<version>``) and its
-arguments ``run --name <entry> [--lock F] -- <original command> <original args>``. The
-proxy derives the server's id from the argv after ``--``, so pins survive wrapping.
+arguments ``run --name <entry>@<client>[:<project>] [--lock F] -- <original command>
+<original args>``: a name no other client or project shares
+(:mod:`toolpin.clients.naming`), by which the proxy finds the server's pin.
 
 Planning reads and computes everything (nothing is written); :func:`apply` backs each
 file up under ``toolpin_home()/backups`` and replaces it atomically, under a lock, and
@@ -31,6 +32,7 @@ from typing import Any, Final, Literal
 from toolpin import __version__
 from toolpin.clients.documents import ConfigDocument, Entry, open_document
 from toolpin.clients.locations import ConfigLocation
+from toolpin.clients.naming import wrapped_name
 from toolpin.core.render import visible
 from toolpin.errors import ConfigError, PackageError
 from toolpin.packages.spec import detect_package, runner_name
@@ -392,12 +394,12 @@ def plan_wrap(
         for entry in doc.entries():
             if entry.kind == "remote":
                 wanted = remote(entry) if callable(remote) else remote
-                plan, record = _wrap_remote(doc, entry, file_launcher, file_lock, wanted)
+                plan, record = _wrap_remote(doc, entry, file_launcher, file_lock, wanted, location)
                 plans.append(plan)
                 if record is not None:
                     remote_add.append((journal_key(path, entry), *record))
                 continue
-            plan, added = _wrap_entry(doc, entry, file_launcher, file_lock)
+            plan, added = _wrap_entry(doc, entry, file_launcher, file_lock, location)
             if file_lock is not None and entry.name in held and plan.warning is not None:
                 plan = replace(plan, warning=None)
             plans.append(plan)
@@ -452,8 +454,26 @@ def project_lock_arg(location: ConfigLocation, lock: str) -> str:
     return f"{variable}/{relative}" if variable else relative
 
 
+def entry_run_name(location: ConfigLocation, entry: Entry) -> str:
+    """The ``--name`` wrap writes for ``entry``: its key, qualified with the client and,
+    for a project's entry, the project (:mod:`toolpin.clients.naming`)."""
+    client, project = location.client, None
+    if location.project:  # "project (VS Code)": the client in brackets, then the folder
+        client = client.removeprefix("project (").removesuffix(")")
+        project = str(project_dir_of(location).resolve())
+    elif entry.scope is not None and entry.scope.startswith("project "):
+        project = entry.scope.removeprefix("project ")
+    elif client == "--config":  # a file named by hand: the file itself tells it apart
+        client, project = "config", str(Path(location.path).resolve())
+    return wrapped_name(entry.name, client, project)
+
+
 def _wrap_entry(
-    doc: ConfigDocument, entry: Entry, launcher: Launcher, lock: str | None
+    doc: ConfigDocument,
+    entry: Entry,
+    launcher: Launcher,
+    lock: str | None,
+    location: ConfigLocation,
 ) -> tuple[EntryPlan, bool]:
     if entry.kind != "stdio":
         return EntryPlan(entry.name, entry.scope, "skip", entry.reason), False
@@ -473,7 +493,8 @@ def _wrap_entry(
             return EntryPlan(entry.name, entry.scope, "add-lock", None, warning), False
         return EntryPlan(entry.name, entry.scope, "skip", "already protected", warning), False
     first = entry.argv[0] if entry.argv else None
-    prefix = [*launcher.argv, *proxy_args(entry.name, lock, first=first)]
+    name = entry_run_name(location, entry)
+    prefix = [*launcher.argv, *proxy_args(name, lock, first=first)]
     doc.wrap(entry, prefix)
     return EntryPlan(
         entry.name, entry.scope, "protect", None, package_warning(entry.argv)
@@ -605,7 +626,12 @@ def remote_run_args(entry: Entry, dialect: str) -> tuple[list[str], str] | str:
 
 
 def _wrap_remote(
-    doc: ConfigDocument, entry: Entry, launcher: Launcher, lock: str | None, wanted: bool
+    doc: ConfigDocument,
+    entry: Entry,
+    launcher: Launcher,
+    lock: str | None,
+    wanted: bool,
+    location: ConfigLocation,
 ) -> tuple[EntryPlan, tuple[str, str] | None]:
     if not wanted:
         return EntryPlan(
@@ -622,7 +648,8 @@ def _wrap_remote(
             entry.name, entry.scope, "skip", "cannot find the entry's text; edit it by hand"
         ), None
     flags = ["--lock", lock] if lock else []
-    argv = [*launcher.argv, "run", "--name", entry.name, *flags, *args]
+    name = entry_run_name(location, entry)
+    argv = [*launcher.argv, "run", "--name", name, *flags, *args]
     value = entry.value if isinstance(entry.value, dict) else {}
     if dialect == "codex":
         wrapped = _codex_table(argv, value, original)

@@ -6,7 +6,7 @@ version runs even when the config asks for the newest.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -150,6 +150,19 @@ def find_lock(lock_file: str, start: Path | None = None) -> Path:
     return here / path
 
 
+def _by_name(servers: Mapping[str, object], name: str | None) -> str | None:
+    """The lock entry called ``name``, or by the config key inside a name ``wrap``
+    wrote (``filesystem@cursor:app-3f9a2c1d`` -> ``filesystem``)."""
+    if name is None:
+        return None
+    if name in servers:
+        return name
+    from toolpin.clients.naming import config_key
+
+    key = config_key(name)
+    return key if key is not None and key in servers else None
+
+
 def prepare_locked_run(
     lock_file: str, argv: Sequence[str], *, name: str | None, label: str
 ) -> LockedRun | None:
@@ -167,10 +180,8 @@ def prepare_locked_run(
             advice="A relative --lock path is looked up from the folder the client starts "
             "the server in, then its parent folders up to the project's root (.git).",
         ) from None
-    entry_name = None
-    if name is not None and name in servers:
-        entry_name = name
-    else:
+    entry_name = _by_name(servers, name)
+    if entry_name is None:
         sid = server_id(argv)
         entry_name = next((n for n, e in servers.items() if e.server_id == sid), None)
     if entry_name is None:
@@ -233,10 +244,8 @@ def prepare_locked_remote(
             "the server in.",
         ) from None
     sid = remote_server_id(url, name)
-    entry_name = None
-    if name is not None and name in servers:
-        entry_name = name
-    else:
+    entry_name = _by_name(servers, name)
+    if entry_name is None:
         entry_name = next((n for n, e in servers.items() if e.server_id == sid), None)
     if entry_name is None:
         return None
