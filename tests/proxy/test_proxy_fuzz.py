@@ -1,7 +1,8 @@
 """Property test: no mutated listing that differs from the pin is ever read by a client.
 
 The session runs in process (it is transport-free): a clean handshake pins the approved
-tools, then the client asks for ``tools/list`` and the server answers with a mutation of
+tools, the client lists them once (answered in another order, so the proxy knows each
+definition's text), then asks for ``tools/list`` again and the server answers with a mutation of
 a valid answer: bigger numbers, deeper nesting, extra, repeated and case-folded members,
 arrays, CR/LF joins and splits, unicode escapes in member names, on the changed listing
 and on the approved one. The bytes go through the relay's own line framing
@@ -108,6 +109,12 @@ class InProcess:
         )
         assert s.state is State.RELEASED
         s.on_client_line(dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        # A first listing mid-session, in another order: the proxy now knows each approved
+        # definition's text, so the mutations below also meet the known-text path.
+        s.on_client_line(dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}))
+        warm = dumps({"jsonrpc": "2.0", "id": 7, "result": {"tools": APPROVED[::-1]}})
+        s.on_server_line(warm)
+        assert bytes(self.to_client).endswith(warm)
         s.on_client_line(dumps({"jsonrpc": "2.0", "id": LIST_ID, "method": "tools/list"}))
         self.mark = len(self.to_client)
 

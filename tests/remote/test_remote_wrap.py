@@ -19,6 +19,7 @@ from tests.remote.helpers import audit_events
 from tests.remote.http_servers import serve_asgi
 from tests.remote.test_remote_sdk import sdk_server
 from toolpin.clients.locations import ConfigLocation, Dialect
+from toolpin.clients.naming import wrapped_name
 from toolpin.clients.wrap import Launcher, WrapJournal, apply, plan_unwrap, plan_wrap
 
 LAUNCHER = Launcher(("/opt/toolpin/bin/toolpin",))
@@ -168,7 +169,9 @@ def test_wrap_remote_then_unwrap_byte_for_byte(
             argv = entry["command"]
         else:
             argv = [entry["command"], *entry["args"]]
-        assert argv == ["/opt/toolpin/bin/toolpin", "run", "--name", server, *args]
+        # the key, qualified with the client (and the project, for a per-project server)
+        name = wrapped_name(server, case, "/work/app" if server == "old" else None)
+        assert argv == ["/opt/toolpin/bin/toolpin", "run", "--name", name, *args]
         assert not {"url", "serverUrl", "httpUrl", "headers"} & set(entry)
     if case == "vscode":
         assert servers["docs"]["type"] == "stdio"
@@ -211,7 +214,7 @@ def test_unwrap_leaves_an_entry_edited_after_the_wrap(tmp_path: Path) -> None:
     home = tmp_path / "home"
     locations = [ConfigLocation("cursor", path, "mcpServers")]
     apply(plan_wrap(locations, launcher=LAUNCHER, remote=True), home=home)
-    path.write_text(path.read_text().replace('"docs",', '"docs", "--quiet",'))
+    path.write_text(path.read_text().replace('"docs@cursor",', '"docs@cursor", "--quiet",'))
     journal = WrapJournal(home)
     undo = plan_unwrap(locations, journal=journal.load(), remotes=journal.load_remotes())
     assert undo.change_count == 0

@@ -60,6 +60,7 @@ from toolpin.core.wire import (
 )
 from toolpin.errors import JSONError, ListingError, ToolpinError
 from toolpin.proxy.classify import OPAQUE, Message, Shape, Unclassified, classify
+from toolpin.proxy.known_page import KnownPages
 
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift
@@ -252,6 +253,7 @@ class Session:
         self._dropped_note = False
         self.dropped = 0
         self._verified: dict[Kind | None, tuple[bytes, bytes]] = {}
+        self._known = KnownPages()
         self._sequences: dict[tuple[Kind, str], set[str]] = {}
         self.deadline: float | None = None
         self.exit_code: int | None = None
@@ -439,7 +441,11 @@ class Session:
             if state is State.BLOCKED:
                 return
             tracked = self._tracked
-            if tracked and state is State.RELEASED and self._verified_again(line):
+            if (
+                tracked
+                and state is State.RELEASED
+                and (self._verified_again(line) or self._known_again(line))
+            ):
                 return
             try:
                 msg = classify(line, strict=bool(tracked) or state is not State.RELEASED)
@@ -938,11 +944,14 @@ class Session:
         second check (a client that lists again and again costs one comparison)."""
         if not track.whole or msg.id_span is None or "nextCursor" in msg.result:
             return
-        start, end = msg.id_span
+        self._remember_page(track.kind, msg.id_span, line)
+
+    def _remember_page(self, kind: Kind | None, id_span: tuple[int, int], line: bytes) -> None:
+        start, end = id_span
         text = line.decode("utf-8")
         head = text[:start].encode("utf-8")
         tail = line[len(head) + len(text[start:end].encode("utf-8")) :]
-        self._verified[track.kind] = (head, tail)
+        self._verified[kind] = (head, tail)
 
     def _verified_again(self, line: bytes) -> bool:
         """Whether ``line`` is a verified page again, answering a tracked request; then
@@ -973,6 +982,47 @@ class Session:
             self._write_client(line)
             return True
         return False
+
+    def _known_again(self, line: bytes) -> bool:
+        """Whether ``line`` answers a tracked first-page request with a complete page of
+        exactly the pinned definitions, each known by its text
+        (:class:`~toolpin.proxy.known_page.KnownPages`); then it is forwarded at once.
+        Anything else is left to the general path."""
+        kinds = {t.kind for t in self._tracked.values() if t.whole}
+        if len(kinds) != 1:
+            return False
+        kind = kinds.pop()
+        if kind is None:
+            return False
+        body = line[:-1] if line.endswith(b"\n") else line
+        if body.endswith(b"\r"):
+            body = body[:-1]
+        if b"\r" in body or b"\n" in body:
+            return False
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        read = self._known.read(text, kind)
+        if read is None:
+            return False
+        id_, span, items = read
+        key = _key(id_)
+        track = self._tracked.get(key)
+        if track is None or track.kind is not kind or not track.whole:
+            return False
+        if key not in self._forwarded:
+            return False
+        pinned = self._pinned_maps.get(kind, {})
+        if any(pinned.get(k) != digest for k, digest in items.items()):
+            return False
+        if len(items) != len(pinned) and not self._accepts_subset():
+            return False
+        del self._tracked[key]
+        del self._forwarded[key]
+        self._write_client(line)
+        self._remember_page(kind, span, line)
+        return True
 
     def _drop_unasked(self) -> None:
         if not self._dropped_note:

@@ -1,0 +1,177 @@
+"""A listing answer whose definitions are all known, read without hashing them again.
+
+Mid-session, a client lists again and again; a server may send the same definitions in
+another order, with another id, or with another ``_meta`` each time, so the page's bytes
+differ and :meth:`Session._verified_again` (same bytes) does not apply. This module reads
+such a page and gives the ``key -> hash`` map of its definitions, reusing the hash of
+every definition whose exact text it has seen before.
+
+Why a remembered definition needs no second check: an array element is a complete JSON
+value, and a JSON object's value is fixed by its text from ``{`` to its matching ``}``
+(nothing after it can change how it parses). So when the text at an element's start
+equals, character for character, an element text that was read strictly before (the same
+scanner and checks as :func:`toolpin.proxy.classify.classify` with ``strict=True``) and
+hashed, the element *is* that definition: same parse, same strictness verdict, same hash.
+Every other byte of the page is read strictly here: the envelope by the SDK shapes that
+:func:`classify` accepts, the result's members one by one (repeated or case-folded names
+refused), and every unknown element by the strict scanner, then hashed and remembered.
+
+:meth:`KnownPages.read` answers only "this page, complete, holds exactly these
+definitions"; anything else (a cursor, a non-object, an unknown shape, a parse problem,
+a lone surrogate escape anywhere) is ``None``, and the caller takes the general path,
+which classifies the line from scratch. The memory is bounded (:data:`MAX_TEXT`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from toolpin.core.snapshot import Definition, Kind
+from toolpin.proxy.classify import (
+    _SDK_HEAD,
+    _SDK_TAIL,
+    _SURROGATE_ESCAPE,
+    _TS_HEAD,
+    _skip,
+    _strict_scan,
+    scanstring,
+)
+
+PREFIX: Final = 40
+"""Characters of an element's start that index the remembered texts."""
+MAX_TEXT: Final = 16 << 20
+"""Characters of remembered element text, in all (then the memory starts again)."""
+MAX_ELEMENT: Final = 1 << 20
+"""Longest element text remembered."""
+
+
+class KnownPages:
+    """Element texts read strictly before, with the definition each one is."""
+
+    def __init__(self) -> None:
+        self._by_prefix: dict[str, list[tuple[str, str, str]]] = {}
+        self._size = 0
+
+    def _remember(self, text: str, definition: Definition) -> None:
+        if len(text) > MAX_ELEMENT:
+            return
+        if self._size + len(text) > MAX_TEXT:
+            self._by_prefix.clear()
+            self._size = 0
+        self._by_prefix.setdefault(text[:PREFIX], []).append(
+            (text, definition.key, definition.hash)
+        )
+        self._size += len(text)
+
+    def read(self, text: str, kind: Kind) -> tuple[Any, tuple[int, int], dict[str, str]] | None:
+        """``(id, where the id is, {key: hash})`` of a complete one-page answer ``text``
+        (a decoded line, without its newline) listing ``kind``; ``None`` when it is
+        anything else."""
+        if _SURROGATE_ESCAPE.search(text) is not None:
+            return None
+        head = _SDK_HEAD.match(text)
+        if head is not None:
+            start, token, span = head.end(), head.group(1), head.span(1)
+        elif text.startswith(_TS_HEAD):
+            start, token, span = len(_TS_HEAD), "", (0, 0)
+        else:
+            return None
+        try:
+            read = self._result(text, start, kind)
+        except Exception:  # any problem at all: the general path says what is wrong
+            return None
+        if read is None:
+            return None
+        items, end = read
+        if head is not None:
+            if end != len(text) - 1 or text[end] != "}":
+                return None
+        else:
+            tail = _SDK_TAIL.match(text, end)
+            if tail is None:
+                return None
+            token, span = tail.group(1), tail.span(1)
+        id_: Any = token[1:-1] if token[0] == '"' else int(token)
+        return id_, span, items
+
+    def _result(self, text: str, i: int, kind: Kind) -> tuple[dict[str, str], int] | None:
+        """The result object at ``i``: its definitions, and where it ends."""
+        if text[i] != "{":
+            return None
+        names: set[str] = set()
+        items: dict[str, str] | None = None
+        i = _skip(text, i + 1).end()
+        if text[i] == "}":
+            return None  # no list member
+        while True:
+            if text[i] != '"':
+                return None
+            name, i = scanstring(text, i + 1)
+            folded = name.casefold()
+            if folded in names:
+                return None  # repeated, or equal under case folding
+            names.add(folded)
+            i = _skip(text, i).end()
+            if text[i] != ":":
+                return None
+            i = _skip(text, i + 1).end()
+            if name == kind.list_member:
+                read = self._items(text, i, kind)
+                if read is None:
+                    return None
+                items, i = read
+            elif name == "nextCursor":
+                return None  # pages of a longer listing: the general path tracks them
+            else:
+                value, i = _strict_scan(text, i)
+                del value  # checked strictly; not pinned (``_meta``, ``ttlMs`` ...)
+            i = _skip(text, i).end()
+            if text[i] == ",":
+                i = _skip(text, i + 1).end()
+                continue
+            if text[i] != "}":
+                return None
+            break
+        if items is None:
+            return None
+        return items, i + 1
+
+    def _items(self, text: str, i: int, kind: Kind) -> tuple[dict[str, str], int] | None:
+        if text[i] != "[":
+            return None
+        items: dict[str, str] = {}
+        i = _skip(text, i + 1).end()
+        if text[i] == "]":
+            return items, i + 1
+        while True:
+            if text[i] != "{":
+                return None
+            known = self._known(text, i)
+            if known is not None:
+                key, digest, i = known
+            else:
+                value, end = _strict_scan(text, i)
+                if type(value) is not dict:
+                    return None
+                definition = Definition.of(kind, value)
+                self._remember(text[i:end], definition)
+                key, digest, i = definition.key, definition.hash, end
+            if key in items:
+                return None  # a repeated key: the general path says so
+            items[key] = digest
+            i = _skip(text, i).end()
+            if text[i] == ",":
+                i = _skip(text, i + 1).end()
+                continue
+            if text[i] != "]":
+                return None
+            return items, i + 1
+
+    def _known(self, text: str, i: int) -> tuple[str, str, int] | None:
+        candidates = self._by_prefix.get(text[i : i + PREFIX])
+        if candidates is None:
+            return None
+        for element, key, digest in candidates:
+            if text.startswith(element, i):
+                return key, digest, i + len(element)
+        return None
