@@ -250,6 +250,8 @@ def test_on_a_terminal_wrap_asks_and_applies_only_on_yes(home: Path) -> None:
     code, out = _wrap_on_a_terminal(home, b"n\nn\nn\nn\n")
     assert code == 0
     assert "Also protect the remote server" in out
+    # the plan comes first, so each question is asked with the whole picture in view
+    assert out.index("  + protect    filesystem") < out.index("Also protect the remote server")
     assert "Protect" in out and "[y/N]" in out
     assert out.rstrip().endswith("Nothing written.")
     assert snapshot(home) == before
@@ -259,3 +261,12 @@ def test_on_a_terminal_wrap_asks_and_applies_only_on_yes(home: Path) -> None:
     assert "wrote" in out
     desktop = json.loads((home / ".config/Claude/claude_desktop_config.json").read_text())
     assert desktop["mcpServers"]["filesystem"]["args"][0] == "run"
+
+
+def test_on_a_terminal_a_remote_server_chosen_is_wrapped_too(home: Path) -> None:
+    code, out = _wrap_on_a_terminal(home, b"y\nn\nn\ny\n")
+    assert code == 0, out
+    assert "With the remote servers you chose:" in out
+    desktop = json.loads((home / ".config/Claude/claude_desktop_config.json").read_text())
+    remote = desktop["mcpServers"]["remote"]
+    assert remote["args"][:4] == ["run", "--name", "remote@claude-desktop", "--url"]

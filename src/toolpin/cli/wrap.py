@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from toolpin.clients.documents import Entry
     from toolpin.clients.locations import ConfigLocation
     from toolpin.clients.wrap import Plan
@@ -155,16 +153,25 @@ def wrap_command(
     chosen = uvx_launcher() if launcher == "uvx" else installed_launcher()
     if not force:
         check_launcher(chosen.argv)
-    plan = plan_wrap(
-        _locations(configs, project),
-        launcher=chosen,
-        lock=lock,
-        held=held,
-        remote=remote or _ask_remote(yes, dry_run),
-    )
+    locations = _locations(configs, project)
+    plan = plan_wrap(locations, launcher=chosen, lock=lock, held=held, remote=remote)
     if _nothing_found(plan, "wrap"):
         return 0
     _print_plan(plan)
+    answers = _ask_remotes(plan, yes=yes or remote, dry_run=dry_run)
+    if any(wanted for _key, wanted in answers):
+        # The plan again, with the remote servers the user chose: planning meets the
+        # remote entries in the order they were asked about (an entry that is not the
+        # one expected, in a file changed meanwhile, is left alone).
+        pending = iter(answers)
+
+        def chosen_one(entry: Entry) -> bool:
+            key, wanted = next(pending, (None, False))
+            return wanted and key == (entry.name, entry.scope, entry.url or "")
+
+        plan = plan_wrap(locations, launcher=chosen, lock=lock, held=held, remote=chosen_one)
+        click.echo("With the remote servers you chose:")
+        _print_plan(plan)
     unreadable = 2 if any(f.error for f in plan.files) else 0
     count = plan.change_count
     if count == 0:
@@ -194,25 +201,31 @@ def wrap_command(
     return unreadable
 
 
-def _ask_remote(yes: bool, dry_run: bool) -> bool | Callable[[Entry], bool]:
-    """On a terminal (no --yes, no --dry-run): ask for each remote server."""
+def _ask_remotes(
+    plan: Plan, *, yes: bool, dry_run: bool
+) -> list[tuple[tuple[str, str | None, str], bool]]:
+    """On a terminal (no --yes, --remote or --dry-run), after the plan is shown: for each
+    remote server it left alone, in plan order, whether to protect it too."""
     if yes or dry_run or not sys.stdin.isatty():
-        return False
+        return []
+    from toolpin.core.render import visible
+    from toolpin.core.wire import identity_url
 
-    def ask(entry: Entry) -> bool:
-        from toolpin.core.render import visible
-        from toolpin.core.wire import identity_url
-
-        where = visible(identity_url(entry.url)) if entry.url else "no URL"
-        answer = click.prompt(
-            f"Also protect the remote server {visible(entry.name)} ({where})? [y/N]",
-            default="",
-            show_default=False,
-            prompt_suffix=" ",
-        )
-        return answer.strip().lower().startswith("y")
-
-    return ask
+    answers: list[tuple[tuple[str, str | None, str], bool]] = []
+    for f in plan.files:
+        for e in f.entries:
+            if e.offer_url is None:
+                continue
+            where = visible(identity_url(e.offer_url)) if e.offer_url else "no URL"
+            answer = click.prompt(
+                f"Also protect the remote server {visible(e.name)} ({where})? [y/N]",
+                default="",
+                show_default=False,
+                prompt_suffix=" ",
+            )
+            wanted = answer.strip().lower().startswith("y")
+            answers.append(((e.name, e.scope, e.offer_url), wanted))
+    return answers
 
 
 @click.command("unwrap")

@@ -282,6 +282,8 @@ class EntryPlan:
     """Why an entry is skipped ("remote server: ...", "already protected")."""
     warning: str | None = None
     """The package is not pinned (see :func:`package_warning`)."""
+    offer_url: str | None = None
+    """A remote server left alone because ``--remote`` was not given: its URL."""
 
 
 @dataclass(frozen=True)
@@ -635,7 +637,11 @@ def _wrap_remote(
 ) -> tuple[EntryPlan, tuple[str, str] | None]:
     if not wanted:
         return EntryPlan(
-            entry.name, entry.scope, "skip", "remote server: add --remote to protect it"
+            entry.name,
+            entry.scope,
+            "skip",
+            "remote server: add --remote to protect it",
+            offer_url=entry.url or "",
         ), None
     dialect = getattr(doc, "dialect", "codex")
     built = remote_run_args(entry, dialect)
