@@ -117,3 +117,18 @@ def test_session_forwards_a_reordered_listing_and_blocks_a_changed_one() -> None
     s2.on_client_line(dumps({"jsonrpc": "2.0", "id": 300, "method": "tools/list"}))
     s2.on_server_line(dumps({"jsonrpc": "2.0", "id": 300, "result": {"tools": APPROVED[:1]}}))
     assert s2.exit_code is not None or s2.block_reason is not None
+
+
+def test_many_definitions_that_open_alike_are_each_found_by_their_own_text() -> None:
+    # members in reverse order: every definition opens with the same 40 characters
+    same_start = [dict(reversed(list(t.items()))) for t in TOOLS]
+    same_start = [{"annotations": {"readOnlyHint": True}, **t} for t in same_start]
+    known = KnownPages()
+    first = known.read(page(same_start), Kind.TOOL)
+    assert first is not None
+    again = known.read(page(same_start[::-1]), Kind.TOOL)
+    assert again is not None and again[2] == first[2] and len(first[2]) == 5
+    # one that opens alike but differs further on is not taken for a known one
+    other = [*same_start[:4], {**same_start[4], "description": "Tool 4, changed."}]
+    changed = known.read(page(other), Kind.TOOL)
+    assert changed is not None and changed[2]["t4"] != first[2]["t4"]

@@ -24,6 +24,7 @@ which classifies the line from scratch. The memory is bounded (:data:`MAX_TEXT`)
 
 from __future__ import annotations
 
+import bisect
 from typing import Any, Final
 
 from toolpin.core.snapshot import Definition, Kind
@@ -49,18 +50,22 @@ class KnownPages:
     """Element texts read strictly before, with the definition each one is."""
 
     def __init__(self) -> None:
-        self._by_prefix: dict[str, list[tuple[str, str, str]]] = {}
+        self._by_text: dict[str, tuple[str, str]] = {}
+        # texts by their first PREFIX characters, each group sorted, with its longest
+        self._by_prefix: dict[str, tuple[list[str], int]] = {}
         self._size = 0
 
     def _remember(self, text: str, definition: Definition) -> None:
-        if len(text) > MAX_ELEMENT:
+        if len(text) > MAX_ELEMENT or text in self._by_text:
             return
         if self._size + len(text) > MAX_TEXT:
+            self._by_text.clear()
             self._by_prefix.clear()
             self._size = 0
-        self._by_prefix.setdefault(text[:PREFIX], []).append(
-            (text, definition.key, definition.hash)
-        )
+        self._by_text[text] = (definition.key, definition.hash)
+        group, longest = self._by_prefix.get(text[:PREFIX], ([], 0))
+        bisect.insort(group, text)
+        self._by_prefix[text[:PREFIX]] = (group, max(longest, len(text)))
         self._size += len(text)
 
     def read(self, text: str, kind: Kind) -> tuple[Any, tuple[int, int], dict[str, str]] | None:
@@ -168,10 +173,21 @@ class KnownPages:
             return items, i + 1
 
     def _known(self, text: str, i: int) -> tuple[str, str, int] | None:
-        candidates = self._by_prefix.get(text[i : i + PREFIX])
-        if candidates is None:
+        """The remembered element whose text starts at ``i``, if any.
+
+        The remembered texts are prefix-free (an object's text ends at its closing
+        brace, so no complete object's text starts another's), so the one that starts
+        ``text[i:]``, if any, is the greatest remembered text not above it: one bisection
+        in the group that shares its opening, however many share it.
+        """
+        found = self._by_prefix.get(text[i : i + PREFIX])
+        if found is None:
             return None
-        for element, key, digest in candidates:
-            if text.startswith(element, i):
-                return key, digest, i + len(element)
-        return None
+        group, longest = found
+        window = text[i : i + longest]
+        at = bisect.bisect_right(group, window) - 1
+        if at < 0 or not window.startswith(group[at]):
+            return None
+        element = group[at]
+        key, digest = self._by_text[element]
+        return key, digest, i + len(element)
