@@ -486,8 +486,12 @@ def versions(mcp_pin: Path | None) -> None:
     if mcp_pin is not None:
         root = mcp_pin.parent.parent
         package = json.loads((root / "package.json").read_text())
-        commit = git(root, "log", "-1", "--format=%h %cs")
-        print(f"mcp-pin {package.get('version')} at {commit}")
+        if git(root, "rev-parse", "--show-toplevel") == str(root.resolve()):
+            where = f"at {git(root, 'log', '-1', '--format=%h %cs')}"
+        else:  # a copy of the sources: name the code that ran by its bytes
+            digest = hashlib.sha256(mcp_pin.read_bytes()).hexdigest()[:12]
+            where = f"(not a git checkout; {mcp_pin.name} sha256 {digest}...)"
+        print(f"mcp-pin {package.get('version')} {where}")
     print(
         f"python {sys.version.split()[0]}, node {node.stdout.strip() or 'absent'}, "
         f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
