@@ -117,3 +117,49 @@ def test_param_values_are_encoded_as_the_spec_says() -> None:
     assert param_headers(mapping, {"s": None}) == {}  # null and absent: omitted
     assert param_headers(mapping, None) == {}
     assert isinstance(param_headers({("i",): "I"}, {"i": 1 << 60}), str)
+
+
+def annotated_lowlevel_server() -> Any:
+    """A low-level SDK server listing one tool whose ``x-mcp-header`` breaks the rules
+    (on a ``number``) and one whose annotation is fine."""
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    tools = [
+        types.Tool(
+            name="bad",
+            input_schema=schema(f={"type": "number", "x-mcp-header": "F"}),
+        ),
+        types.Tool(
+            name="good",
+            input_schema=schema(k={"type": "string", "x-mcp-header": "K"}),
+        ),
+    ]
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(text=f"ran {params.name}")])
+
+    return Server("annotated", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def test_a_call_to_a_tool_with_an_invalid_annotation_is_refused(toolpin_home: Path) -> None:
+    gate = Gate(annotated_lowlevel_server().streamable_http_app())
+
+    async def session() -> tuple[Any, Any]:
+        async with Client(through_toolpin(toolpin_home, f"{url}/mcp")) as client:
+            assert client.protocol_version == "2026-07-28"
+            await client.list_tools()
+            good = await client.call_tool("good", {"k": "v"})
+            with pytest.raises(Exception) as bad:
+                await client.call_tool("bad", {"f": 1.5})
+            return good, bad.value
+
+    with serve_asgi(gate) as url:
+        good, bad = anyio.run(session)
+    assert "ran good" in str(good.content)
+    assert "cannot be sent over HTTP" in str(bad)
+    assert [h.get("mcp-name") for h in gate.seen if h.get("mcp-method") == "tools/call"] == ["good"]
+    assert any(h.get("mcp-param-k") == "v" for h in gate.seen)
