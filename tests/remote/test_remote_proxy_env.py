@@ -5,6 +5,7 @@ guard still checks the target before the proxy is asked."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -100,9 +101,11 @@ def test_a_forward_proxy_and_no_proxy(toolpin_home: Path, tmp_path: Path) -> Non
             assert done.returncode == 0, done.stdout + done.stderr
             return done.stdout
 
-        lock(HTTP_PROXY=proxy.url)
+        lock(HTTP_PROXY=proxy.url.replace("http://", "http://me:p%40ss@"))
         forwarded = [t for m, t in proxy.requests if m == "POST"]
         assert forwarded and all(t == url for t in forwarded)  # absolute-form, as proxies get
+        basic = "Basic " + base64.b64encode(b"me:p@ss").decode()
+        assert all(h.get("proxy-authorization") == basic for h in proxy.headers)
         count = len(proxy.requests)
         lock(HTTP_PROXY=proxy.url, NO_PROXY="127.0.0.1")
         lock(http_proxy=proxy.url, no_proxy="*")
