@@ -195,3 +195,20 @@ def test_oauth_tokens_from_login_are_used_and_refreshed(
         assert any(h.get("mcp-method") == "tools/list" for h in authorized)
     else:
         assert any(h.get("mcp-session-id") for h in authorized)
+
+
+def test_login_against_a_server_that_does_not_ask(toolpin_home: Path, tmp_path: Path) -> None:
+    with serve_asgi(sdk_server("open").streamable_http_app()) as base:
+        done = run_cli(toolpin_home, "login", "--url", f"{base}/mcp")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout == f"toolpin: {base}/mcp did not ask for authorization; nothing stored\n"
+        static = run_cli(
+            toolpin_home, "login", "--url", f"{base}/mcp", "--header", "Authorization: Bearer x"
+        )
+        assert static.returncode == 2
+        assert "given an Authorization header; nothing to authorize" in static.stderr
+        assert "Traceback" not in static.stderr
+    assert not (toolpin_home / "oauth").exists()
+    gone = run_cli(toolpin_home, "login", "--url", "http://127.0.0.1:9/mcp")
+    assert gone.returncode == 2
+    assert gone.stderr == "toolpin: cannot reach the server (ConnectError)\n"

@@ -375,8 +375,11 @@ class OAuthSession:
         finally:
             callback.close()
 
-    def _send(self, request: httpx2.Request) -> httpx2.Response:
-        """One request of the flow, through the guard, body capped, fully read."""
+    def _send(
+        self, request: httpx2.Request, what: str = "the authorization server"
+    ) -> httpx2.Response:
+        """One request of the flow (to ``what``), through the guard, body capped, fully
+        read."""
         check_flow_url(str(request.url))
         try:
             response = self._client.send(request, stream=True)
@@ -393,9 +396,7 @@ class OAuthSession:
         except GuardError as exc:
             raise AuthError(exc.message) from None
         except httpx2.HTTPError as exc:
-            raise AuthError(
-                f"cannot reach the authorization server ({type(exc).__name__})"
-            ) from None
+            raise AuthError(f"cannot reach {what} ({type(exc).__name__})") from None
         dropped = ("content-encoding", "content-length", "transfer-encoding")  # body is decoded
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in dropped]
         return httpx2.Response(
@@ -435,7 +436,7 @@ def login(target: RemoteTarget, *, log: Callable[[str], None]) -> LoginResult:
         },
         content=b'{"jsonrpc":"2.0","id":"toolpin-login","method":"ping"}',
     )
-    response = session._send(request)
+    response = session._send(request, "the server")
     status = response.status_code
     challenge = response.headers.get("www-authenticate", "")
     if status == 401 or (status == 403 and "insufficient_scope" in challenge):
