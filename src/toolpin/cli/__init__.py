@@ -57,6 +57,7 @@ def _register_commands() -> None:
     from toolpin.cli import (
         crawl,
         demo,
+        gateway,
         install,
         lock,
         log,
@@ -89,6 +90,7 @@ def _register_commands() -> None:
         demo.demo_server_command,
         lock.lock_command,
         login.login_command,
+        gateway.gateway_command,
         wrap.wrap_command,
         wrap.unwrap_command,
         policy.policy_command,
