@@ -265,6 +265,7 @@ class Gateway:
 def _handler(gateway: Gateway) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
         server_version = "toolpin-gateway"
         sys_version = ""
 
