@@ -11,6 +11,11 @@ through ``python -m toolpin run --url``. Both eras: ``legacy`` (initialize, an
   toolpin this includes starting the proxy and its check of every listing);
 * round trip: one ``tools/call`` answered, sequentially, median and p90 of each round.
 
+A third path is the SDK ``Client`` with the URL of ``toolpin gateway`` (started once, in
+front of the same server): in the 2026-07-28 era every request there is its own checked
+session (``server/discover`` and every listing before the request), which its round trip
+shows.
+
     PYTHONPATH=src python bench/bench_remote.py [--quick]
 
 Prints a table; asserts nothing.
@@ -80,6 +85,19 @@ def through_toolpin(url: str, home: str) -> StdioServerParameters:
     )
 
 
+def start_gateway(url: str, home: str) -> tuple[subprocess.Popen[bytes], str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC) + (os.pathsep + env["PYTHONPATH"] if "PYTHONPATH" in env else "")
+    env["TOOLPIN_HOME"] = home
+    argv = [sys.executable, "-m", "toolpin", "gateway", "--quiet", "--listen", "127.0.0.1:0"]
+    proc = subprocess.Popen([*argv, "--url", url], env=env, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    line = proc.stderr.readline().decode()
+    if " at " not in line:
+        raise RuntimeError("the gateway did not start")
+    return proc, line.rsplit(" at ", 1)[1].strip()
+
+
 async def one_round(target: Any, mode: str, calls: int) -> tuple[float, list[float]]:
     start = time.perf_counter()
     async with Client(target, mode=mode) as client:
@@ -100,12 +118,15 @@ def main() -> None:
     rounds, calls = (3, 50) if args.quick else (7, 200)
     proc, url = start_server()
     home = tempfile.mkdtemp(prefix="toolpin-bench-remote-")
+    gateway, gateway_url = start_gateway(url, home)
+    paths = ("direct", "toolpin", "gateway")
     try:
         results: dict[tuple[str, str], dict[str, list[float]]] = {}
         for mode in ("legacy", "auto"):
             anyio.run(one_round, through_toolpin(url, home), mode, 5)  # pin once
             for _ in range(rounds):
-                for name, target in (("direct", url), ("toolpin", through_toolpin(url, home))):
+                targets = (url, through_toolpin(url, home), gateway_url)
+                for name, target in zip(paths, targets, strict=True):
                     startup, trips = anyio.run(one_round, target, mode, calls)
                     slot = results.setdefault((mode, name), {"startup": [], "p50": [], "p90": []})
                     slot["startup"].append(startup)
@@ -116,17 +137,21 @@ def main() -> None:
         print(f"{'era':8} {'path':8} {'start-up':>9} {'rt p50':>8} {'rt p90':>8}")
         for mode in ("legacy", "auto"):
             row = {}
-            for name in ("direct", "toolpin"):
+            for name in paths:
                 slot = results[(mode, name)]
                 row[name] = {k: statistics.median(v) * 1000 for k, v in slot.items()}
                 r = row[name]
                 print(f"{mode:8} {name:8} {r['startup']:9.1f} {r['p50']:8.2f} {r['p90']:8.2f}")
-            added = {k: row["toolpin"][k] - row["direct"][k] for k in row["direct"]}
-            print(
-                f"{mode:8} {'added':8} {added['startup']:9.1f} {added['p50']:8.2f} "
-                f"{added['p90']:8.2f}"
-            )
+            for name in paths[1:]:
+                added = {k: row[name][k] - row["direct"][k] for k in row["direct"]}
+                label = f"+{name}"
+                print(
+                    f"{mode:8} {label:8} {added['startup']:9.1f} {added['p50']:8.2f} "
+                    f"{added['p90']:8.2f}"
+                )
     finally:
+        gateway.terminate()
+        gateway.wait(20)
         proc.terminate()
         proc.wait(10)
 

@@ -91,9 +91,10 @@ def simple_html(files: dict[str, str], *, yanked: frozenset[str] = frozenset()) 
     return f"<!DOCTYPE html><html><body><h1>Links</h1>{links}</body></html>".encode()
 
 
-def make_ca(folder: Path) -> tuple[Path, Path, Path]:
-    """A throw-away CA and a server certificate for 127.0.0.1 signed by it:
-    ``(ca.pem, server.pem, server.key)`` in ``folder`` (a TLS-intercepting proxy's set-up)."""
+def make_ca(folder: Path, dns_names: tuple[str, ...] = ()) -> tuple[Path, Path, Path]:
+    """A throw-away CA and a server certificate for 127.0.0.1 (and ``dns_names``) signed
+    by it: ``(ca.pem, server.pem, server.key)`` in ``folder`` (a TLS-intercepting proxy's
+    set-up)."""
     import datetime
     import ipaddress
 
@@ -133,7 +134,12 @@ def make_ca(folder: Path) -> tuple[Path, Path, Path]:
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            x509.SubjectAlternativeName(
+                [
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                    *(x509.DNSName(name) for name in dns_names),
+                ]
+            ),
             critical=False,
         )
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)

@@ -25,12 +25,23 @@ def bound_socket() -> tuple[socket.socket, str]:
 
 
 @contextmanager
-def serve_asgi(app: Any, sock: socket.socket | None = None) -> Iterator[str]:
-    """Run an ASGI app on 127.0.0.1; yields the base URL."""
+def serve_asgi(
+    app: Any, sock: socket.socket | None = None, *, tls: tuple[str, str] | None = None
+) -> Iterator[str]:
+    """Run an ASGI app on 127.0.0.1 (over TLS with ``tls``: certificate and key files);
+    yields the base URL."""
     if sock is None:
         sock, _ = bound_socket()
-    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+    scheme = "https" if tls else "http"
+    base = f"{scheme}://127.0.0.1:{sock.getsockname()[1]}"
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=1,
+        ssl_certfile=tls[0] if tls else None,
+        ssl_keyfile=tls[1] if tls else None,
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()

@@ -77,6 +77,10 @@ class RemoteServer:
     url: str | None
     transport: str | None
     """The entry's ``type`` (``http``, ``sse``, ``streamable-http``...), when given."""
+    headers: tuple[str, ...] = ()
+    """Its static headers as ``'Name: value'``, as written (``${env:VAR}`` unexpanded)."""
+    header_problem: str | None = None
+    """Why its headers cannot be used (a form toolpin does not read), when they cannot."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,49 @@ def project_dir(config_path: Path) -> Path:
     if folder.name in (".vscode", ".cursor"):
         return folder.parent
     return folder
+
+
+def remote_headers(value: Mapping[str, object], dialect: str) -> list[str] | str:
+    """The static headers of a remote entry as ``'Name: value'`` texts (values as written,
+    ``${env:VAR}`` unexpanded), or why they cannot be read (a string).
+
+    Codex: ``bearer_token_env_var`` (an ``Authorization: Bearer`` from that variable),
+    ``http_headers`` (literal values) and ``env_http_headers`` (values from the variables
+    named). Every other client: the ``headers`` object.
+    """
+    out: list[str] = []
+    if dialect == "codex":
+        bearer = value.get("bearer_token_env_var")
+        if isinstance(bearer, str) and bearer:
+            out.append(f"Authorization: Bearer ${{env:{bearer}}}")
+        sources: tuple[tuple[str, bool], ...] = (
+            ("http_headers", False),
+            ("env_http_headers", True),
+        )
+    else:
+        sources = (("headers", False),)
+    for member, by_env in sources:
+        table = value.get(member)
+        if table is None:
+            continue
+        if not isinstance(table, Mapping) or not all(isinstance(v, str) for v in table.values()):
+            return f"its {member} are in a form toolpin does not read"
+        for k, v in table.items():
+            if ":" in str(k) or "\n" in v:
+                return f"the header {visible(str(k))} is in a form toolpin does not read"
+            out.append(f"{k}: ${{env:{v}}}" if by_env else f"{k}: {v}")
+    return out
+
+
+def _flag_values(argv: tuple[str, ...], flag: str) -> tuple[str, ...]:
+    """Every value of ``flag`` in ``argv`` (``--flag V`` and ``--flag=V``)."""
+    found: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            found.append(argv[i + 1])
+        elif arg.startswith(flag + "="):
+            found.append(arg.split("=", 1)[1])
+    return tuple(found)
 
 
 def _disabled(value: object) -> bool:
@@ -158,9 +205,17 @@ def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
             continue
         if entry.kind == "remote":
             skipped.append((entry.name, "remote server"))
-            kind = entry.value.get("type") if isinstance(entry.value, dict) else None
+            value = entry.value if isinstance(entry.value, dict) else {}
+            kind = value.get("type")
+            headers = remote_headers(value, getattr(document, "dialect", "codex"))
             remotes.append(
-                RemoteServer(entry.name, entry.url, kind if isinstance(kind, str) else None)
+                RemoteServer(
+                    entry.name,
+                    entry.url,
+                    kind if isinstance(kind, str) else None,
+                    headers=tuple(headers) if isinstance(headers, list) else (),
+                    header_problem=headers if isinstance(headers, str) else None,
+                )
             )
             continue
         if entry.kind != "stdio":
@@ -172,7 +227,11 @@ def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
         if form is not None and form.inner_start is None and url is not None:
             # toolpin run --url: a remote server behind toolpin (wrap --remote).
             transport = form.flag_value("--transport")
-            remotes.append(RemoteServer(entry.name, url, transport))
+            remotes.append(
+                RemoteServer(
+                    entry.name, url, transport, headers=_flag_values(form.flags, "--header")
+                )
+            )
             skipped.append((entry.name, "remote server"))
             continue
         if form is not None:

@@ -12,6 +12,12 @@ new handshake-era session (the ``Mcp-Session-Id`` it returns, the negotiated
 401/403, or an answer that is not JSON-RPC, counts as "not this era". Bodies are capped
 (:data:`MAX_RESPONSE_BYTES` per answer, :data:`MAX_SESSION_BYTES` per probe) and the
 whole probe has one deadline. Server text never reaches an error message.
+
+For a server the user chose (``toolpin lock``), the probe sends the entry's static
+``headers`` and an ``Authorization`` from an :class:`Authorizer` (the tokens ``toolpin run
+--url`` stored), never follows a redirect to another origin with them, and may go through
+the environment's proxies (``trust_env``). A 401/403 raises
+:class:`AuthorizationRequired`.
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final, Protocol
 
 import httpx2
 
@@ -58,6 +64,22 @@ class _Final(ProbeError):
     """No other connection would do better (authorization, a size cap)."""
 
 
+class AuthorizationRequired(_Final):
+    """The server answered 401 or 403: it wants (other) credentials."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"the server requires authorization (HTTP {status})")
+        self.status = status
+
+
+class Authorizer(Protocol):
+    """Where an ``Authorization`` header comes from (stored OAuth tokens)."""
+
+    def authorization(self) -> str | None:
+        """The header value to send now, or ``None``."""
+        ...
+
+
 class HttpTransport:
     """Connections to one Streamable HTTP endpoint, through one guarded client."""
 
@@ -68,11 +90,21 @@ class HttpTransport:
         policy: AddressPolicy | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         verify: bool = True,
+        headers: Sequence[tuple[str, str]] = (),
+        auth: Authorizer | None = None,
+        trust_env: bool = False,
     ) -> None:
         self.url = url
         self.client = GuardedClient(
-            policy or AddressPolicy(), timeout=timeout, user_agent=USER_AGENT, verify=verify
+            policy or AddressPolicy(),
+            timeout=timeout,
+            user_agent=USER_AGENT,
+            verify=verify,
+            trust_env=trust_env,
         )
+        self.static_headers = tuple(headers)
+        self.auth = auth
+        self.credentials = bool(self.static_headers) or auth is not None
         self._lock = threading.Lock()
         self._received = 0
 
@@ -116,6 +148,11 @@ class HttpChannel:
 
     def headers(self, method: str | None) -> dict[str, str]:
         out = {"Accept": ACCEPT, "Content-Type": "application/json"}
+        out.update(self.transport.static_headers)
+        if self.transport.auth is not None:
+            authorization = self.transport.auth.authorization()
+            if authorization is not None:
+                out["Authorization"] = authorization
         with self._state:
             if self.protocol is not None:
                 out["MCP-Protocol-Version"] = self.protocol
@@ -173,12 +210,17 @@ class HttpChannel:
     def _post(self, message: dict[str, Any], headers: dict[str, str], expect: Any) -> None:
         body = json.dumps(message, separators=(",", ":")).encode()
         with self.client.stream(
-            "POST", self.url, headers=headers, content=body, timeout=self.remaining()
+            "POST",
+            self.url,
+            headers=headers,
+            content=body,
+            timeout=self.remaining(),
+            same_origin=self.transport.credentials,
         ) as response:
             self.url = str(response.url)
             status = response.status_code
             if status in (401, 403):
-                raise _Final(f"the server requires authorization (HTTP {status})")
+                raise AuthorizationRequired(status)
             if expect is None:
                 if status in (200, 202, 204):
                     return
@@ -278,7 +320,13 @@ class HttpChannel:
         if self.session_id is None:
             return
         try:
-            with self.client.stream("DELETE", self.url, headers=self.headers(None), timeout=2.0):
+            with self.client.stream(
+                "DELETE",
+                self.url,
+                headers=self.headers(None),
+                timeout=2.0,
+                same_origin=self.transport.credentials,
+            ):
                 pass
         except (httpx2.HTTPError, ProbeError, RuntimeError):
             pass
@@ -304,11 +352,26 @@ def probe_http(
     era: Era = "auto",
     verify: bool = True,
     fallback_after: float = FALLBACK_AFTER,
+    headers: Sequence[tuple[str, str]] = (),
+    auth: Authorizer | None = None,
+    trust_env: bool = False,
 ) -> ProbeResult:
     """List everything a Streamable HTTP server offers, within ``timeout`` seconds.
     Raises :class:`ProbeError` (:class:`~toolpin.probe.ssrf.GuardError` when the guard
-    refuses)."""
-    transport = HttpTransport(url, policy=policy, timeout=timeout, verify=verify)
+    refuses, :class:`AuthorizationRequired` for a 401/403).
+
+    ``headers`` and ``auth`` are sent with every request (and never to another origin);
+    ``trust_env`` uses the environment's proxies. Neither is for a URL from a public
+    listing."""
+    transport = HttpTransport(
+        url,
+        policy=policy,
+        timeout=timeout,
+        verify=verify,
+        headers=headers,
+        auth=auth,
+        trust_env=trust_env,
+    )
     try:
         return converse(
             transport,
@@ -322,4 +385,4 @@ def probe_http(
         transport.close()
 
 
-__all__ = ["GuardError", "HttpTransport", "probe_http"]
+__all__ = ["AuthorizationRequired", "Authorizer", "GuardError", "HttpTransport", "probe_http"]

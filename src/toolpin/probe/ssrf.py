@@ -11,7 +11,16 @@ A URL from a registry is attacker-controlled. Before any byte is sent:
   host name (SNI and ``Host`` are unchanged);
 * redirects are followed by hand, at most :data:`MAX_REDIRECTS`, and each target goes
   through the same checks (and its own resolution);
-* environment proxies are ignored (a proxy would connect on our behalf, unchecked).
+* environment proxies are ignored by default (a proxy connects on our behalf). Clients
+  for URLs the user chose (``toolpin run --url``, the lock's probe) pass
+  ``trust_env=True``: the proxies of ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY``/
+  ``NO_PROXY`` (read as ``httpx2``'s ``trust_env`` reads them) are used, and the target
+  still goes through the guard before a byte is sent to the proxy
+  (:func:`precheck_target`): a literal address is checked, a name is resolved here and
+  every address checked; a name this machine cannot resolve is left to the proxy (the
+  proxy resolves it on its own network, where this machine's addresses mean nothing).
+  The proxy itself is the user's configuration and is not checked. Only ``http://`` and
+  ``https://`` proxies are supported; another scheme (``socks5://``) refuses the request.
 
 Refused addresses (:func:`address_refusal`): loopback, private (RFC 1918), CGNAT
 (100.64/10), IPv6 unique-local (fc00::/7), link-local (169.254/16 including the cloud
@@ -32,9 +41,10 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import socket
+import ssl
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import httpcore2
 import httpx2
@@ -188,6 +198,20 @@ def resolve_checked(host: str, port: int, policy: AddressPolicy) -> str:
     return str(addresses[0])
 
 
+def precheck_target(host: str, port: int, policy: AddressPolicy) -> None:
+    """Check a target that a proxy will connect to (see the module docs). Raises
+    GuardError for a refused address; a name that does not resolve here passes."""
+    literal = host.strip("[]")
+    try:
+        ipaddress.ip_address(literal)
+    except ValueError:
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            return  # resolved by the proxy, on its network
+    resolve_checked(host, port, policy)
+
+
 class GuardedBackend(httpcore2.SyncBackend):
     """A network backend that connects only to addresses the policy allows."""
 
@@ -242,22 +266,41 @@ def _mapped(request: httpx2.Request) -> Iterator[None]:
 
 
 class GuardedTransport(httpx2.BaseTransport):
-    """An ``httpx2`` transport over a connection pool with :class:`GuardedBackend`."""
+    """An ``httpx2`` transport over a connection pool with :class:`GuardedBackend`, or
+    through ``proxy`` (an ``http(s)://`` URL) after :func:`precheck_target`."""
 
-    def __init__(self, policy: AddressPolicy, *, verify: bool = True) -> None:
+    def __init__(
+        self, policy: AddressPolicy, *, verify: bool = True, proxy: str | None = None
+    ) -> None:
         from toolpin.util.net import tls_context
 
-        # The machine's trust store plus the CA files it configures (SSL_CERT_FILE, ...);
-        # never a proxy: the guard checks the address it connects to itself.
+        # The machine's trust store plus the CA files it configures (SSL_CERT_FILE, ...).
         context = tls_context() if verify else httpx2.create_ssl_context(verify=False)
-        self._pool = httpcore2.ConnectionPool(
-            ssl_context=context,
-            max_connections=4,
-            network_backend=GuardedBackend(policy),
-        )
+        self._policy = policy
+        self._proxied = proxy is not None
+        self._refusal: str | None = None
+        core_proxy = None
+        if proxy is not None:
+            core_proxy, self._refusal = _core_proxy(proxy, context)
+        if core_proxy is not None:
+            self._pool = httpcore2.ConnectionPool(
+                ssl_context=context, max_connections=4, proxy=core_proxy
+            )
+        else:
+            self._pool = httpcore2.ConnectionPool(
+                ssl_context=context,
+                max_connections=4,
+                network_backend=GuardedBackend(policy),
+            )
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         assert isinstance(request.stream, httpx2.SyncByteStream)
+        if self._refusal is not None:
+            raise GuardError(self._refusal)
+        if self._proxied:
+            precheck_target(
+                request.url.host, request.url.port or _default_port(request), self._policy
+            )
         core_request = httpcore2.Request(
             method=request.method,
             url=httpcore2.URL(
@@ -284,8 +327,47 @@ class GuardedTransport(httpx2.BaseTransport):
         self._pool.close()
 
 
+def _default_port(request: httpx2.Request) -> int:
+    return 443 if request.url.scheme == "https" else 80
+
+
+def _core_proxy(url: str, context: ssl.SSLContext) -> tuple[httpcore2.Proxy | None, str | None]:
+    """The ``httpcore2`` proxy for a proxy URL, or why it cannot be used (fixed text)."""
+    from urllib.parse import unquote
+
+    try:
+        parsed = httpx2.URL(url)
+    except (httpx2.InvalidURL, ValueError, TypeError):
+        return None, "the proxy set in the environment (HTTPS_PROXY...) cannot be parsed"
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return None, (
+            "the proxy set in the environment (HTTPS_PROXY...) is not an http:// or "
+            "https:// proxy; toolpin supports only those"
+        )
+    auth = None
+    if parsed.username or parsed.password:
+        auth = (unquote(parsed.username), unquote(parsed.password))
+    bare = parsed.copy_with(username=None, password=None)
+    return httpcore2.Proxy(str(bare), auth=auth, ssl_context=context), None
+
+
+def guarded_mounts(policy: AddressPolicy, *, verify: bool = True) -> dict[str, Any]:
+    """``httpx2`` mounts for the proxies the environment configures: each proxied pattern
+    gets a :class:`GuardedTransport` through that proxy, a ``NO_PROXY`` pattern ``None``
+    (the client's own, direct, guarded transport)."""
+    from toolpin.util.net import environment_proxies
+
+    mounts: dict[str, Any] = {}
+    for pattern, proxy in environment_proxies().items():
+        mounts[pattern] = (
+            None if proxy is None else GuardedTransport(policy, verify=verify, proxy=proxy)
+        )
+    return mounts
+
+
 class GuardedClient:
-    """An ``httpx2.Client`` that goes through the guard and follows redirects by hand."""
+    """An ``httpx2.Client`` that goes through the guard and follows redirects by hand;
+    with ``trust_env``, through the environment's proxies (see the module docs)."""
 
     def __init__(
         self,
@@ -295,10 +377,12 @@ class GuardedClient:
         user_agent: str,
         verify: bool = True,
         max_redirects: int = MAX_REDIRECTS,
+        trust_env: bool = False,
     ) -> None:
         self.max_redirects = max_redirects
         self._client = httpx2.Client(
             transport=GuardedTransport(policy, verify=verify),
+            mounts=guarded_mounts(policy, verify=verify) if trust_env else None,
             timeout=timeout,
             follow_redirects=False,
             trust_env=False,
@@ -323,11 +407,14 @@ class GuardedClient:
         headers: Mapping[str, str],
         content: bytes | None = None,
         timeout: float | None = None,
+        same_origin: bool = False,
     ) -> Iterator[httpx2.Response]:
         """Send a request (re-sent as is to each redirect target, at most
         ``max_redirects``); yields the final response, streaming. ``response.url`` is
-        the URL that answered."""
+        the URL that answered. With ``same_origin`` (the headers carry credentials), a
+        redirect to another origin is refused."""
         target = check_url(url)
+        origin = (target.scheme, target.host, target.port)
         hops = 0
         while True:
             request = self._client.build_request(
@@ -348,6 +435,11 @@ class GuardedClient:
                         target = check_url(target.join(location))
                     except (httpx2.InvalidURL, ValueError):
                         raise GuardError("a redirect to a URL that cannot be parsed") from None
+                    if same_origin and (target.scheme, target.host, target.port) != origin:
+                        raise GuardError(
+                            "the server redirected to another origin; refused (headers and "
+                            "tokens are sent only to the server's own origin)"
+                        )
                     continue
                 yield response
                 return

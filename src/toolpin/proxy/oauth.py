@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
@@ -375,8 +375,11 @@ class OAuthSession:
         finally:
             callback.close()
 
-    def _send(self, request: httpx2.Request) -> httpx2.Response:
-        """One request of the flow, through the guard, body capped, fully read."""
+    def _send(
+        self, request: httpx2.Request, what: str = "the authorization server"
+    ) -> httpx2.Response:
+        """One request of the flow (to ``what``), through the guard, body capped, fully
+        read."""
         check_flow_url(str(request.url))
         try:
             response = self._client.send(request, stream=True)
@@ -393,11 +396,55 @@ class OAuthSession:
         except GuardError as exc:
             raise AuthError(exc.message) from None
         except httpx2.HTTPError as exc:
-            raise AuthError(
-                f"cannot reach the authorization server ({type(exc).__name__})"
-            ) from None
+            raise AuthError(f"cannot reach {what} ({type(exc).__name__})") from None
         dropped = ("content-encoding", "content-length", "transfer-encoding")  # body is decoded
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in dropped]
         return httpx2.Response(
             response.status_code, headers=headers, content=b"".join(parts), request=request
         )
+
+
+def stored_authorization(url: str) -> OAuthSession | None:
+    """The tokens toolpin stored for the server at ``url``, for a client that never asks a
+    person (``toolpin lock``): ``None`` when it holds none. An expired access token is
+    refreshed (no browser); :meth:`OAuthSession.authorization` gives the header."""
+    if FileTokenStorage(token_path(url)).access_token() is None:
+        return None
+    return OAuthSession(RemoteTarget(url), log=lambda text: None)
+
+
+LoginResult = Literal["authorized", "already", "not asked"]
+
+
+def login(target: RemoteTarget, *, log: Callable[[str], None]) -> LoginResult:
+    """``toolpin login``: ask the server once (with the stored token, if any); when it
+    answers 401 (or 403 ``insufficient_scope``), run the browser step and store the
+    tokens. Raises :class:`AuthError`."""
+    from toolpin.core.headers import has_authorization
+
+    if has_authorization(target.headers):
+        raise AuthError("the server is given an Authorization header; nothing to authorize")
+    session = OAuthSession(target, log=log)
+    request = httpx2.Request(
+        "POST",
+        target.url,
+        headers={
+            **dict(target.headers),
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            **({"Authorization": a} if (a := session.authorization()) else {}),
+        },
+        content=b'{"jsonrpc":"2.0","id":"toolpin-login","method":"ping"}',
+    )
+    response = session._send(request, "the server")
+    status = response.status_code
+    challenge = response.headers.get("www-authenticate", "")
+    if status == 401 or (status == 403 and "insufficient_scope" in challenge):
+        try:
+            session.authorize(response)
+        except TransportFault as exc:
+            raise AuthError(str(exc)) from None
+        return "authorized"
+    if 300 <= status < 400:
+        raise AuthError(f"the server redirected (HTTP {status}); give the URL it serves at")
+    return "already" if session.storage.access_token() else "not asked"

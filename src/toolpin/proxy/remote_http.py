@@ -4,8 +4,12 @@ server with the same code as a local one.
 
 * Each client line is one POST (``Accept: application/json, text/event-stream``) with
   ``Mcp-Session-Id`` once the server gave one, ``MCP-Protocol-Version`` (the negotiated
-  handshake version, or the 2026-07-28 request's own ``_meta`` version, with
-  ``Mcp-Method``/``Mcp-Name``). Requests run concurrently; ``initialize`` and
+  handshake version, or the 2026-07-28 request's own ``_meta`` version, with the request
+  metadata headers of MCP 2026-07-28 *Streamable HTTP* § "Request Metadata":
+  ``Mcp-Method`` on every request, ``Mcp-Name`` for ``tools/call``, ``prompts/get`` and
+  ``resources/read``, and ``Mcp-Param-*`` for the ``x-mcp-header`` arguments of a
+  ``tools/call``, from the tool's schema in the listing the server sent; see
+  :mod:`toolpin.proxy.param_headers`). Requests run concurrently; ``initialize`` and
   notifications are sent in order (the next line waits for their status).
 * A JSON body (one message or a batch) and every ``message`` event of a
   ``text/event-stream`` answer become server lines; so do the events of the GET stream,
@@ -35,6 +39,7 @@ import httpx2
 from toolpin.core.wire import HANDSHAKE_VERSIONS, META_PROTOCOL
 from toolpin.probe.ssrf import AddressPolicy, GuardError, check_url
 from toolpin.proxy.channel import signals_to_main
+from toolpin.proxy.param_headers import HeaderMap, header_map, param_headers
 from toolpin.proxy.remote_target import RemoteTarget
 from toolpin.proxy.remote_wire import (
     ACCEPT,
@@ -110,6 +115,8 @@ class StreamableHttpChannel:
         self._sender: threading.Thread | None = None
         self.fallback_line: bytes | None = None
         self._dropped_note = False
+        self._tool_headers: dict[str, HeaderMap | str] = {}
+        """Each listed tool's ``Mcp-Param-*`` map (or why its annotation is invalid)."""
 
     # ------------------------------------------------------------------ channel surface
 
@@ -226,6 +233,10 @@ class StreamableHttpChannel:
                 value = params.get(key) if key and isinstance(params, dict) else None
                 if isinstance(value, str):
                     headers["Mcp-Name"] = header_value(value)
+                if method == "tools/call" and isinstance(params, dict):
+                    mirrored = self._param_headers(params)
+                    if isinstance(mirrored, dict):
+                        headers.update(mirrored)
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
         if self._auth is not None:
@@ -233,6 +244,43 @@ class StreamableHttpChannel:
             if authorization is not None:
                 headers["Authorization"] = authorization
         return headers
+
+    def _param_headers(self, params: dict[str, Any]) -> dict[str, str] | str | None:
+        """The ``Mcp-Param-*`` headers of a 2026-07-28 ``tools/call``, why the call cannot
+        be made (a string), or ``None`` for a tool no listing showed."""
+        name = params.get("name")
+        mapping = self._tool_headers.get(name) if isinstance(name, str) else None
+        if mapping is None or isinstance(mapping, str):
+            return mapping
+        return param_headers(mapping, params.get("arguments"))
+
+    def _learn_tools(self, msg: dict[str, Any]) -> None:
+        """Record the ``x-mcp-header`` maps of a ``tools/list`` answer."""
+        result = msg.get("result")
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return
+        for tool in tools:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                self._tool_headers[tool["name"]] = header_map(tool.get("inputSchema"))
+
+    def _refused_call(self, msg: dict[str, Any]) -> bool:
+        """Answer a 2026-07-28 ``tools/call`` that cannot carry its ``Mcp-Param-*``
+        headers with toolpin's own error (never sent to the server)."""
+        params = msg.get("params")
+        if msg.get("method") != "tools/call" or not isinstance(params, dict):
+            return False
+        meta = params.get("_meta")
+        version = meta.get(META_PROTOCOL) if isinstance(meta, dict) else None
+        if not isinstance(version, str) or version in HANDSHAKE_VERSIONS:
+            return False
+        problem = self._param_headers(params)
+        if not isinstance(problem, str):
+            return False
+        text = f"toolpin: this call cannot be sent over HTTP: the tool has {problem}"
+        error = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": text}}
+        self._deliver(json.dumps(error).encode() + b"\n")
+        return True
 
     def _open(
         self, method: str, body: bytes | None, msg: dict[str, Any] | None, accept: str = ACCEPT
@@ -310,6 +358,8 @@ class StreamableHttpChannel:
         if method == "initialize":
             self.session_id = None  # a new handshake starts a new session
             self.protocol = None
+        if self._refused_call(msg):
+            return
         response = self._open("POST", line.rstrip(b"\r\n"), msg)
         key = json.dumps(id_)
         with self._lock:
@@ -400,6 +450,8 @@ class StreamableHttpChannel:
         msg = parse_message(line)
         if msg is None or "method" in msg or msg.get("id") != id_:
             return False
+        if method == "tools/list":
+            self._learn_tools(msg)
         if method == "initialize":
             result = msg.get("result")
             version = result.get("protocolVersion") if isinstance(result, dict) else None

@@ -20,6 +20,7 @@ from toolpin.proxy.start import _home, lock_unusable, not_in_lock, precheck_pin,
 if TYPE_CHECKING:
     from toolpin.pins.source import PinSource
     from toolpin.proxy.remote_target import RemoteTarget
+    from toolpin.proxy.session import ProxyOptions
 
 
 def run_remote_proxy(
@@ -116,3 +117,53 @@ def _locked_source(
     if source is None:
         return not_in_lock(label, lock, server=sid, only_locked=only_locked)
     return source
+
+
+def gateway_options(
+    url: str,
+    *,
+    name: str | None = None,
+    headers: Sequence[str] = (),
+    transport: str = "auto",
+    timeout: float = 30.0,
+    quiet: bool = False,
+    lock: str | None = None,
+    only_locked: bool = False,
+) -> tuple[RemoteTarget, ProxyOptions]:
+    """The target and session options of ``toolpin gateway`` (the same pin source as
+    ``toolpin run --url``: the team lock's entry, else the local store). Raises
+    :class:`ToolpinError` (the gateway refuses to start; exit 2)."""
+    from pathlib import Path
+
+    from toolpin.errors import InputError
+    from toolpin.pins.serverid import remote_server_id
+    from toolpin.pins.store import PinStore, StorePinSource
+    from toolpin.proxy.remote_target import make_target
+    from toolpin.proxy.session import ProxyOptions
+    from toolpin.util.console import wants_color
+
+    target = make_target(url, name=name, headers=headers, transport=transport)
+    sid = remote_server_id(target.url, target.name)
+    source: PinSource | None = None
+    if only_locked and lock is None:
+        raise InputError("--only-locked needs --lock FILE")
+    if lock is not None:
+        from toolpin.team.run import prepare_locked_remote
+
+        source = prepare_locked_remote(lock, target.url, name=target.name, label=target.label)
+        if source is None and only_locked:
+            raise InputError(
+                f"{lock} does not list this server and --only-locked is given",
+                advice="Add it to the config and run `toolpin lock`, or drop --only-locked.",
+            )
+    if source is None:
+        source = StorePinSource(PinStore(Path(_home())), sid, target.label)
+    options = ProxyOptions(
+        label=target.label,
+        server_id=sid,
+        source=source,
+        timeout=timeout,
+        color=wants_color(sys.stderr),
+        quiet=quiet,
+    )
+    return target, options

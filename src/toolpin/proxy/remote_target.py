@@ -15,7 +15,6 @@ Standard library only: this runs before anything else on ``toolpin run --url``.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -27,23 +26,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 TRANSPORTS = ("auto", "streamable-http", "sse")
-_HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$")
-_ENV_REF = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
-_RESERVED = frozenset(
-    {
-        "host",
-        "content-length",
-        "content-type",
-        "accept",
-        "transfer-encoding",
-        "connection",
-        "mcp-session-id",
-        "mcp-protocol-version",
-        "mcp-method",
-        "mcp-name",
-        "last-event-id",
-    }
-)
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
@@ -72,7 +54,9 @@ class RemoteTarget:
     @property
     def static_authorization(self) -> bool:
         """Whether the user gave an ``Authorization`` header (then OAuth is not tried)."""
-        return any(k.lower() == "authorization" for k, _ in self.headers)
+        from toolpin.core.headers import has_authorization
+
+        return has_authorization(self.headers)
 
 
 def is_loopback_host(host: str) -> bool:
@@ -112,32 +96,14 @@ def check_remote_url(url: str) -> str:
 
 
 def parse_header(text: str, environ: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """``'Name: value'`` with ``${env:VAR}`` expanded; raises :class:`InputError`.
+    """``'Name: value'`` with ``${env:VAR}`` expanded (:func:`toolpin.core.headers.parse_header`,
+    from this process's environment by default); raises :class:`InputError`.
 
     The message never contains the value (it is usually a secret).
     """
-    name, colon, value = text.partition(":")
-    name = name.strip()
-    if not colon or not _HEADER_NAME.match(name):
-        raise InputError("a --header must look like 'Name: value'")
-    if name.lower() in _RESERVED:
-        raise InputError(f"the header {name} is set by toolpin itself")
-    env = os.environ if environ is None else environ
+    from toolpin.core.headers import parse_header as parse
 
-    def expand(match: re.Match[str]) -> str:
-        variable = match.group(1)
-        found = env.get(variable)
-        if found is None:
-            raise InputError(
-                f"the header {name} names ${{env:{variable}}}, which is not set",
-                advice="Set the variable in the environment the MCP client starts toolpin in.",
-            )
-        return found
-
-    value = _ENV_REF.sub(expand, value.strip())
-    if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in value):
-        raise InputError(f"the header {name} has a control character in its value")
-    return name, value
+    return parse(text, os.environ if environ is None else environ)
 
 
 def make_target(

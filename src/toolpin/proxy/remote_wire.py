@@ -15,7 +15,7 @@ from typing import Any, Final
 import httpx2
 
 from toolpin import __version__
-from toolpin.probe.ssrf import AddressPolicy, GuardedTransport
+from toolpin.probe.ssrf import AddressPolicy, GuardedTransport, guarded_mounts
 
 MAX_MESSAGE: Final = 64 << 20
 """Longest message accepted from a remote server (the stdio proxy's limit)."""
@@ -148,9 +148,12 @@ class SseDecoder:
 
 def new_client(policy: AddressPolicy) -> httpx2.Client:
     """An ``httpx2`` client through the address guard; redirects are never followed for
-    us (the channel decides), environment proxies are ignored."""
+    us (the channel decides). The environment's proxies (``HTTPS_PROXY``, ``NO_PROXY``...)
+    are used the way ``httpx2``'s ``trust_env`` uses them, with the target still checked
+    by the guard (:func:`toolpin.probe.ssrf.guarded_mounts`)."""
     return httpx2.Client(
         transport=GuardedTransport(policy),
+        mounts=guarded_mounts(policy),
         follow_redirects=False,
         trust_env=False,
         headers={"User-Agent": USER_AGENT},

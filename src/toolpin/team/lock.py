@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from toolpin.core.drift import Drift
     from toolpin.core.snapshot import Snapshot
     from toolpin.packages import PackageRef, ResolvedPackage
+    from toolpin.probe.http import Authorizer
 
 DEFAULT_LOCK: Final = "toolpin.lock"
 CLIENT_CAPABILITIES: Final = ("elicitation", "roots", "sampling")
@@ -75,6 +76,9 @@ class LockOptions:
     """Called with one line of text as each server starts."""
     environ: Mapping[str, str] | None = None
     """The environment servers start in (``None``: this process's)."""
+    remote_auth: Callable[[str], Authorizer | None] | None = None
+    """The stored OAuth authorization of a remote server, by its URL (``None`` when it
+    has none); a remote server with no ``Authorization`` header uses it."""
 
     def env(self) -> Mapping[str, str]:
         return self.environ if self.environ is not None else dict(os.environ)
@@ -543,17 +547,67 @@ def _remote_id(remote: RemoteServer, opts: LockOptions) -> str | None:
         return None
 
 
+def _remote_headers(remote: RemoteServer, opts: LockOptions) -> tuple[tuple[str, str], ...]:
+    """The entry's static headers, ``${env:VAR}`` filled from the lock's environment
+    (:func:`toolpin.core.headers.parse_header`: the reading ``toolpin run --url`` uses).
+    Raises ProbeError naming the header, never its value."""
+    from toolpin.core.headers import parse_header
+    from toolpin.errors import InputError
+
+    if remote.header_problem is not None:
+        raise ProbeError(remote.header_problem)
+    env = opts.env()
+    out: list[tuple[str, str]] = []
+    for text in remote.headers:
+        try:
+            name, value = parse_header(text, env)
+        except InputError as exc:
+            raise ProbeError(exc.message) from None
+        if "${" in value:
+            raise ProbeError(f"the header {name} uses a variable form toolpin does not expand")
+        out.append((name, value))
+    return tuple(out)
+
+
 def _probe_remote(remote: RemoteServer, opts: LockOptions) -> Snapshot:
-    """List a remote server over Streamable HTTP (the probe's own conversation). The URL
-    is the team's choice, so private and loopback addresses are allowed; link-local and
-    cloud metadata addresses never are."""
-    from toolpin.probe.http import probe_http
+    """List a remote server over Streamable HTTP (the probe's own conversation), with the
+    entry's headers, else the OAuth tokens ``toolpin run --url`` stored for it, through
+    the environment's proxies. The URL is the team's choice, so private and loopback
+    addresses are allowed; link-local and cloud metadata addresses never are."""
+    from toolpin.core.headers import has_authorization
+    from toolpin.core.wire import identity_url
+    from toolpin.probe.http import AuthorizationRequired, probe_http
     from toolpin.probe.ssrf import AddressPolicy
 
     url = _remote_url(remote, opts)
     if remote.transport == "sse":
         raise ProbeError("the legacy HTTP+SSE transport is not probed; lock it over HTTP")
-    return probe_http(url, policy=AddressPolicy(allow_private=True), timeout=opts.timeout).snapshot
+    headers = _remote_headers(remote, opts)
+    auth = None
+    if not has_authorization(headers) and opts.remote_auth is not None:
+        auth = opts.remote_auth(url)
+    try:
+        result = probe_http(
+            url,
+            policy=AddressPolicy(allow_private=True),
+            timeout=opts.timeout,
+            headers=headers,
+            auth=auth,
+            trust_env=True,
+        )
+    except AuthorizationRequired as exc:
+        shown = identity_url(url)
+        if has_authorization(headers):
+            raise ProbeError(
+                f"the server refused the Authorization header (HTTP {exc.status}); "
+                "check the headers in the config and the variables they name"
+            ) from None
+        again = "again " if auth is not None else ""
+        raise ProbeError(
+            f"the server requires authorization (HTTP {exc.status}); authorize toolpin "
+            f"{again}once with `toolpin login --url {shown}`"
+        ) from None
+    return result.snapshot
 
 
 def _lock_remote(remote: RemoteServer, opts: LockOptions) -> ServerOutcome:

@@ -11,8 +11,10 @@ registry and HTTP-probe clients trust it the same ways:
 
 A variable naming a file that cannot be read is an error (exit 2, with the variable's
 name), never a silent fall back to fewer or more roots. Proxy variables (``HTTPS_PROXY``,
-``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``) are honoured by the registry clients through
-``httpx2``'s ``trust_env``.
+``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, upper or lower case) are honoured by the
+registry clients through ``httpx2``'s ``trust_env``, and by the remote-server clients
+(``toolpin run --url``, the lock's probe) through :func:`environment_proxies`, which reads
+them exactly as ``trust_env`` does.
 """
 
 from __future__ import annotations
@@ -31,6 +33,18 @@ CA_FILE_VARIABLES: Final = (
     "NODE_EXTRA_CA_CERTS",
 )
 CA_DIR_VARIABLES: Final = ("SSL_CERT_DIR",)
+
+
+def environment_proxies() -> dict[str, str | None]:
+    """The proxies the environment configures, as ``httpx2`` mount patterns: a pattern
+    (``https://``, ``all://*.example.com``...) maps to a proxy URL, or to ``None`` for a
+    ``NO_PROXY`` host (a direct connection). ``NO_PROXY=*`` gives no proxy at all.
+
+    ``httpx2``'s own reading of the environment (``trust_env``), so a remote server is
+    reached through the same proxy as the registries."""
+    from httpx2._utils import get_environment_proxies
+
+    return get_environment_proxies()
 
 
 def _system_context() -> ssl.SSLContext:

@@ -1,0 +1,80 @@
+"""``toolpin gateway --listen 127.0.0.1:PORT --url URL``: the remote proxy for MCP clients
+that speak only HTTP (see :mod:`toolpin.proxy.gateway`)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("gateway")
+@click.option(
+    "--listen",
+    required=True,
+    metavar="HOST:PORT",
+    help="Where to listen: a loopback address and a port (0: any free port).",
+)
+@click.option("--url", required=True, metavar="URL", help="The remote MCP server.")
+@click.option("--name", default=None, help="Human label for this server (default: host/path).")
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="'K: V'",
+    help="An HTTP header for --url (repeatable; ${env:VAR} is expanded).",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(["auto", "streamable-http", "sse"]),
+    default="auto",
+    show_default=True,
+    help="The HTTP transport of --url.",
+)
+@click.option(
+    "--timeout",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds to wait for the server while verifying.",
+)
+@click.option("--quiet", is_flag=True, help="Say nothing on stderr unless something is blocked.")
+@click.option("--lock", default=None, metavar="FILE", help="Verify against this team lock.")
+@click.option(
+    "--only-locked", is_flag=True, help="Refuse a server the lock does not list (needs --lock)."
+)
+def gateway_command(
+    listen: str,
+    url: str,
+    name: str | None,
+    headers: tuple[str, ...],
+    transport: str,
+    timeout: float,
+    quiet: bool,
+    lock: str | None,
+    only_locked: bool,
+) -> int:
+    """Serve a remote MCP server on this machine over Streamable HTTP, checked like
+    `toolpin run --url` (held until verified, every listing checked, both eras).
+
+    \b
+    toolpin gateway --listen 127.0.0.1:8765 --name docs --url https://example.com/mcp
+    then point the client at http://127.0.0.1:8765/mcp
+    """
+    from toolpin.proxy.gateway import parse_listen, run_gateway
+    from toolpin.proxy.remote_start import gateway_options
+
+    parse_listen(listen)  # before anything is read or written
+    target, options = gateway_options(
+        url,
+        name=name,
+        headers=headers,
+        transport=transport,
+        timeout=timeout,
+        quiet=quiet,
+        lock=lock,
+        only_locked=only_locked,
+    )
+
+    def log(text: str) -> None:
+        click.echo(text, err=True)
+
+    return run_gateway(listen, target, options, log=log)
