@@ -109,38 +109,6 @@ def project_dir(config_path: Path) -> Path:
     return folder
 
 
-def remote_headers(value: Mapping[str, object], dialect: str) -> list[str] | str:
-    """The static headers of a remote entry as ``'Name: value'`` texts (values as written,
-    ``${env:VAR}`` unexpanded), or why they cannot be read (a string).
-
-    Codex: ``bearer_token_env_var`` (an ``Authorization: Bearer`` from that variable),
-    ``http_headers`` (literal values) and ``env_http_headers`` (values from the variables
-    named). Every other client: the ``headers`` object.
-    """
-    out: list[str] = []
-    if dialect == "codex":
-        bearer = value.get("bearer_token_env_var")
-        if isinstance(bearer, str) and bearer:
-            out.append(f"Authorization: Bearer ${{env:{bearer}}}")
-        sources: tuple[tuple[str, bool], ...] = (
-            ("http_headers", False),
-            ("env_http_headers", True),
-        )
-    else:
-        sources = (("headers", False),)
-    for member, by_env in sources:
-        table = value.get(member)
-        if table is None:
-            continue
-        if not isinstance(table, Mapping) or not all(isinstance(v, str) for v in table.values()):
-            return f"its {member} are in a form toolpin does not read"
-        for k, v in table.items():
-            if ":" in str(k) or "\n" in v:
-                return f"the header {visible(str(k))} is in a form toolpin does not read"
-            out.append(f"{k}: ${{env:{v}}}" if by_env else f"{k}: {v}")
-    return out
-
-
 def _flag_values(argv: tuple[str, ...], flag: str) -> tuple[str, ...]:
     """Every value of ``flag`` in ``argv`` (``--flag V`` and ``--flag=V``)."""
     found: list[str] = []
@@ -169,7 +137,7 @@ def read_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Conf
     taken from there. Remote servers, entries without a usable command and servers the
     config disables (``"disabled": true``, ``"enabled": false``) are listed as skipped.
     """
-    from toolpin.clients.documents import JsonDocument, open_document
+    from toolpin.clients.documents import JsonDocument, open_document, remote_headers
     from toolpin.clients.wrap import recognise_wrap
 
     environ = os.environ if environ is None else environ

@@ -13,12 +13,13 @@ the token back.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolpin.clients import jsonc
 from toolpin.clients.locations import Dialect
+from toolpin.core.render import visible
 from toolpin.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -449,3 +450,35 @@ def _toml_array_items(text: str) -> list[tuple[int, int]] | None:
         else:
             return None
     return None
+
+
+def remote_headers(value: Mapping[str, object], dialect: str) -> list[str] | str:
+    """The static headers of a remote entry as ``'Name: value'`` texts (values as written,
+    ``${env:VAR}`` unexpanded), or why they cannot be read (a string).
+
+    Codex: ``bearer_token_env_var`` (an ``Authorization: Bearer`` from that variable),
+    ``http_headers`` (literal values) and ``env_http_headers`` (values from the variables
+    named). Every other client: the ``headers`` object.
+    """
+    out: list[str] = []
+    if dialect == "codex":
+        bearer = value.get("bearer_token_env_var")
+        if isinstance(bearer, str) and bearer:
+            out.append(f"Authorization: Bearer ${{env:{bearer}}}")
+        sources: tuple[tuple[str, bool], ...] = (
+            ("http_headers", False),
+            ("env_http_headers", True),
+        )
+    else:
+        sources = (("headers", False),)
+    for member, by_env in sources:
+        table = value.get(member)
+        if table is None:
+            continue
+        if not isinstance(table, Mapping) or not all(isinstance(v, str) for v in table.values()):
+            return f"its {member} are in a form toolpin does not read"
+        for k, v in table.items():
+            if ":" in str(k) or "\n" in v:
+                return f"the header {visible(str(k))} is in a form toolpin does not read"
+            out.append(f"{k}: ${{env:{v}}}" if by_env else f"{k}: {v}")
+    return out

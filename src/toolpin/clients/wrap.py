@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from toolpin import __version__
-from toolpin.clients.documents import ConfigDocument, Entry, open_document
+from toolpin.clients.documents import ConfigDocument, Entry, open_document, remote_headers
 from toolpin.clients.locations import ConfigLocation
 from toolpin.clients.naming import wrapped_name
 from toolpin.core.render import visible
@@ -596,34 +596,19 @@ def remote_run_args(entry: Entry, dialect: str) -> tuple[list[str], str] | str:
         transport = "streamable-http"
     else:
         transport = "auto"  # Streamable HTTP, falling back to HTTP+SSE (Gemini's "url")
-    headers: list[tuple[str, str]] = []
-    if dialect == "codex":
-        bearer = value.get("bearer_token_env_var")
-        if isinstance(bearer, str) and bearer:
-            headers.append(("Authorization", f"Bearer ${{env:{bearer}}}"))
-        for source, by_env in (("http_headers", False), ("env_http_headers", True)):
-            table = value.get(source)
-            if table is None:
-                continue
-            if not isinstance(table, Mapping) or not all(
-                isinstance(v, str) for v in table.values()
-            ):
-                return f"{source} in a form toolpin does not rewrite; edit it by hand"
-            for k, v in table.items():
-                headers.append((str(k), f"${{env:{v}}}" if by_env else v))
-    else:
-        raw = value.get("headers")
-        if raw is not None:
-            if not isinstance(raw, Mapping) or not all(isinstance(v, str) for v in raw.values()):
-                return "headers in a form toolpin does not rewrite; edit it by hand"
-            headers = [(str(k), v) for k, v in raw.items()]
+    headers = remote_headers(value, dialect)
+    if isinstance(headers, str):
+        return f"{headers}; edit it by hand"
     args = ["--url", url]
     if transport != "auto":
         args += ["--transport", transport]
-    for k, v in headers:
-        if _OTHER_VARS.search(v) or "\n" in v or ":" in k:
-            return f"the header {k} uses a form toolpin does not expand; edit it by hand"
-        args += ["--header", f"{k}: {v}"]
+    for header in headers:
+        name, _, v = header.partition(": ")
+        if _OTHER_VARS.search(v):
+            return (
+                f"the header {visible(name)} uses a form toolpin does not expand; edit it by hand"
+            )
+        args += ["--header", header]
     return args, transport
 
 
