@@ -47,6 +47,7 @@ from toolpin.lockfile.native import (
     read_bytes,
     write_lock,
 )
+from toolpin.offline.remembered import CACHE_FORMAT, cache_dir, result_key
 from toolpin.util.clock import utc_now
 from toolpin.util.fs import atomic_write, ensure_private_dir, locked, toolpin_home
 
@@ -207,6 +208,9 @@ class CheckResult:
     notes: tuple[str, ...] = ()
     fast_path: bool = False
     partial: bool = False
+    record_key: str | None = None
+    """The key this verified "unchanged" result is remembered under on this machine
+    (None when it is not): :mod:`toolpin.offline.remembered` replays output by it."""
 
     @property
     def ok(self) -> bool:
@@ -242,13 +246,13 @@ def check(
     digest = verified_locks.lock_digest(lock_data) if use_cache else None
     key = None
     if digest is not None and result_cache:
-        key = _cache_key(raws, digest, entry_name)
+        key = result_key(raws, digest, entry_name)
         cached = _cached_result(key)
         if cached is not None:
-            return cached
+            return replace(cached, record_key=key)
     result = _full_check(listing_paths, raws, lock_path, lock_data, entry_name, digest=digest)
-    if key is not None and result.ok:
-        _remember(key, result)
+    if key is not None and result.ok and _remember(key, result):
+        return replace(result, record_key=key)
     return result
 
 
@@ -414,23 +418,12 @@ def _pick_entry(
 
 # ------------------------------------------------------------------- verified-result cache
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = CACHE_FORMAT
 _CACHE_LIMIT = 256
 
 
-def _cache_key(raws: Sequence[bytes], lock_digest: bytes, entry_name: str | None) -> str:
-    from toolpin import __version__
-
-    digest = hashlib.sha256(f"toolpin-check {_CACHE_FORMAT} {__version__}\n".encode())
-    digest.update(f"{entry_name!r}\n".encode())
-    digest.update(lock_digest)
-    for data in raws:
-        digest.update(hashlib.sha256(data).digest())
-    return digest.hexdigest()
-
-
 def _cache_dir() -> Path:
-    return toolpin_home() / "cache" / "check"
+    return Path(cache_dir())
 
 
 def _cached_result(key: str) -> CheckResult | None:
@@ -442,7 +435,7 @@ def _cached_result(key: str) -> CheckResult | None:
         return None
 
 
-def _remember(key: str, result: CheckResult) -> None:
+def _remember(key: str, result: CheckResult) -> bool:
     """Record a verified "unchanged" result (best effort: a read-only home is fine)."""
     directory = _cache_dir()
     try:
@@ -452,8 +445,11 @@ def _remember(key: str, result: CheckResult) -> None:
         entries = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime)
         for old in entries[: max(0, len(entries) - _CACHE_LIMIT)]:
             old.unlink(missing_ok=True)
+            for output in directory.glob(f"{old.stem}.*.out"):  # its replayable output
+                output.unlink(missing_ok=True)
     except (OSError, StoreError):
-        return
+        return False
+    return True
 
 
 def _identity_json(identity: Identity | None) -> dict[str, str] | None:
