@@ -95,9 +95,16 @@ def process_env(tmp: Path) -> dict[str, str]:
     return env
 
 
+def toolpin_command() -> list[str]:
+    """``toolpin`` as people run it: the installed console script beside this Python
+    (``python -m toolpin`` also imports runpy, about a third of ``python -c pass``)."""
+    script = Path(sys.executable).with_name("toolpin")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "toolpin"]
+
+
 def process_ms(argv: list[str], cwd: Path, home: Path, repeat: int) -> float:
     env = {**process_env(cwd), "TOOLPIN_HOME": str(home)}
-    command = [sys.executable, "-m", "toolpin", *argv]
+    command = [*toolpin_command(), *argv]
     subprocess.run(command, cwd=cwd, env=env, capture_output=True)  # warm-up: byte code
     samples = []
     for _ in range(repeat):
@@ -174,6 +181,7 @@ def main() -> int:
         proc_cached = process_ms(ref_args, tmp, tmp / "home", args.repeat)
         proc_version = process_ms(["--version"], tmp, tmp / "home", args.repeat)
     print(f"toolpin offline benchmark (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
+    print(f"processes run as: {' '.join(Path(a).name for a in toolpin_command())}")
     print(f"{'size':>4}  {'measurement':<48} {'median':>9} {'best':>9} {'x baseline':>10}")
     for label, name, median, best, base_ms in rows:
         ratio = median / base_ms if base_ms else float("nan")
