@@ -398,6 +398,17 @@ def canonical_many(values: Iterable[JSONValue]) -> list[bytes]:
     ]
 
 
+def canonical_parsed(value: JSONValue) -> bytes:
+    """:func:`canonical_bytes` of one parsed value (see :func:`canonical_many_parsed`)."""
+    try:
+        data = _orjson.dumps(value, option=_ORJSON_OPTION)
+    except TypeError:  # orjson.JSONEncodeError
+        return canonical_bytes(value)
+    if _orjson_is_canonical(data) or not _needs_general_path(data):
+        return data
+    return canonical_bytes(value)
+
+
 def canonical_many_parsed(values: Sequence[JSONValue]) -> list[bytes]:
     """:func:`canonical_many` of parsed JSON: each value holds only dicts with string keys,
     lists, strings, ints, floats, booleans and None (what :func:`parse_json` or another
@@ -411,9 +422,7 @@ def canonical_many_parsed(values: Sequence[JSONValue]) -> list[bytes]:
     bits, deep nesting), take :func:`canonical_bytes`.
     """
     dumps = _orjson.dumps
-    # STRICT_INTEGER refuses integers beyond 2^53, which ECMAScript may round: those take
-    # the general path, so every integer orjson writes is spelled as ECMAScript does.
-    option = _orjson.OPT_SORT_KEYS | _orjson.OPT_STRICT_INTEGER
+    option = _ORJSON_OPTION
     out: list[bytes | None] = []
     for value in values:
         try:
@@ -431,8 +440,10 @@ def canonical_many_parsed(values: Sequence[JSONValue]) -> list[bytes]:
     ]
 
 
+# STRICT_INTEGER refuses integers beyond 2^53, which ECMAScript may round: those take the
+# general path, so every integer orjson writes is spelled as ECMAScript does.
+_ORJSON_OPTION: Final = _orjson.OPT_SORT_KEYS | _orjson.OPT_STRICT_INTEGER
 _DIGITS: Final = frozenset(b"0123456789")
-_ASTRAL_LEADS: Final = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
 _FIND_LIMIT: Final = 256
 
 
@@ -470,17 +481,18 @@ def _orjson_is_canonical(data: bytes) -> bool:
     lead byte F0-F4) and one in U+E000..U+FFFF (EE, EF). A string that merely looks like
     one of these makes this False, never wrong.
     """
-    # "+" is rare in text and found at memchr speed; "-" and "." are looked for only
-    # where they follow a digit.
-    if b"+" in data and _digit_then(data, b"e+", None):
+    # A byte (an int) is looked for at memchr speed; "+" is rare in text, and "-" and
+    # "." are then looked at only where they follow a digit.
+    if 0x2B in data and _digit_then(data, b"e+", None):
         return False
-    if b"-" in data and _digit_then(data, b"e-", None):
+    if 0x2D in data and _digit_then(data, b"e-", None):
         return False
-    if b"." in data and _digit_then(data, b".0", b",]}"):
+    if 0x2E in data and _digit_then(data, b".0", b",]}"):
         return False
-    return not (
-        any(lead in data for lead in _ASTRAL_LEADS) and (b"\xee" in data or b"\xef" in data)
-    )
+    if data.isascii():
+        return True
+    astral = 0xF0 in data or 0xF1 in data or 0xF2 in data or 0xF3 in data or 0xF4 in data
+    return not (astral and (0xEE in data or 0xEF in data))
 
 
 def _no_default(value: object) -> object:

@@ -27,6 +27,7 @@ from toolpin.core.canonical import (
     EMPTY_SET_HASH,
     JSONValue,
     canonical_many_parsed,
+    canonical_parsed,
     instructions_hash,
     set_hash_of_sorted,
     utf16_key,
@@ -120,7 +121,9 @@ class Definition:
             raise ListingError(
                 f"each {kind.value.replace('_', ' ')} needs a string {kind.key_member}"
             )
-        digest = hashlib.sha256(canonical_many_parsed([value])[0]).hexdigest()
+        digest = hashlib.sha256(canonical_parsed(value)).hexdigest()
+        if cls is Definition:
+            return _definition(key, digest, dict(value))
         return cls(key=key, hash=digest, value=dict(value))
 
 
