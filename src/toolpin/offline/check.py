@@ -61,8 +61,15 @@ class Listing:
 
     paths: tuple[Path, ...]
     export: Export
-    raw_sha256: str
     raw: tuple[bytes, ...] = field(repr=False)
+
+    @property
+    def raw_sha256(self) -> str:
+        """SHA-256 over the SHA-256 of each file's raw bytes (a lock's ``listingSha256``)."""
+        digest = hashlib.sha256()
+        for data in self.raw:
+            digest.update(hashlib.sha256(data).digest())
+        return digest.hexdigest()
 
 
 def _read(path: Path) -> bytes:
@@ -85,10 +92,7 @@ def load_listing(paths: Sequence[Path], raws: Sequence[bytes] | None = None) -> 
     raws = tuple(raws)
     docs = [_parse_listing(p, data) for p, data in zip(paths, raws, strict=True)]
     export = snapshot_from_export(docs, paged=True)
-    digest = hashlib.sha256()
-    for data in raws:
-        digest.update(hashlib.sha256(data).digest())
-    return Listing(paths=tuple(paths), export=export, raw_sha256=digest.hexdigest(), raw=raws)
+    return Listing(paths=tuple(paths), export=export, raw=raws)
 
 
 def _label(value: str | None, flag: str, default: str) -> str:
