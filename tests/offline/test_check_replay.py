@@ -75,6 +75,12 @@ def test_other_bytes_no_cache_and_a_foreign_directory_are_never_replayed(
     os.chmod(directory, 0o770)
     assert replay([str(listing)], str(pinned / "t.lock"), None, "text") is None
     os.chmod(directory, 0o700)
+    (verdict,) = directory.glob("*.json")
+    good = verdict.read_bytes()
+    verdict.write_bytes(good.replace(b"}", b" }", 1))  # another verdict record: no replay
+    assert replay([str(listing)], str(pinned / "t.lock"), None, "text") is None
+    verdict.write_bytes(good)
+    assert replay([str(listing)], str(pinned / "t.lock"), None, "text") == 0
     (output,) = directory.glob("*.out")
     output.write_bytes(b"junk")
     assert replay([str(listing)], str(pinned / "t.lock"), None, "text") is None

@@ -159,7 +159,7 @@ def parse_json(
     formatting. Objects keep the document's member order in both modes (the canonical
     form sorts; :func:`sorted_members` sorts for display).
     """
-    if numbers == "js":
+    if numbers == "js" and (type(data) is bytes or type(data) is str):
         fast = _fast_parse(data, allow_bom=allow_bom, max_depth=max_depth)
         if fast is not _FALLBACK:
             return fast

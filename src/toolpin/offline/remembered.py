@@ -11,7 +11,9 @@ this module reads both files, hashes them, and looks the key up; it imports noth
 
 Anything unusual returns None and the normal path runs, with its own messages: standard
 input, a file that is not a regular file or is over the input limit, no record, a record
-that does not read back, or a record directory that is not this user's alone.
+that does not read back, a verdict record that is not the very one the output was printed
+for (each output record holds the SHA-256 of its verdict record's bytes), or a record
+directory that is not this user's alone.
 """
 
 from __future__ import annotations
@@ -116,17 +118,22 @@ def _read_regular(path: str) -> bytes | None:
         os.close(fd)
 
 
-def encode_output(stdout: str, stderr: str) -> bytes:
-    """A record of what one check printed."""
+def encode_output(verdict: bytes, stdout: str, stderr: str) -> bytes:
+    """A record of what one check printed, tied to the exact bytes of its verdict record."""
     out = stdout.encode("utf-8", "surrogatepass")
     err = stderr.encode("utf-8", "surrogatepass")
-    return _MAGIC + f"{len(err)}\n".encode() + err + out
+    tie = sha256_function()(verdict).hexdigest()
+    return _MAGIC + f"{tie}\n{len(err)}\n".encode() + err + out
 
 
-def _decode_output(record: bytes) -> tuple[str, str] | None:
+def _decode_output(record: bytes, verdict: bytes) -> tuple[str, str] | None:
     if not record.startswith(_MAGIC):
         return None
     rest = record[len(_MAGIC) :]
+    # the verdict record must still be the very one this output was printed for
+    if rest[:65] != sha256_function()(verdict).hexdigest().encode() + b"\n":
+        return None
+    rest = rest[65:]
     end = rest.find(b"\n")
     size = rest[:end]
     if end < 1 or not size.isdigit():
@@ -148,17 +155,17 @@ def remember_output(key: str, form: str, stdout: str, stderr: str) -> None:
     from toolpin.errors import StoreError
     from toolpin.util.fs import atomic_write
 
-    directory = cache_dir()
-    if form not in OUTPUT_FORMS or not _private(directory):
-        return
-    if not os.path.exists(os.path.join(directory, f"{key}.json")):
-        return  # only beside a verdict that is still remembered
     try:
+        directory = cache_dir()
+        if form not in OUTPUT_FORMS or not _private(directory):
+            return
+        verdict = _read_regular(os.path.join(directory, f"{key}.json"))
+        if verdict is None:
+            return  # only beside a verdict that is still remembered
         from pathlib import Path
 
-        atomic_write(
-            Path(output_path(directory, key, form)), encode_output(stdout, stderr), mode=0o600
-        )
+        record = Path(output_path(directory, key, form))
+        atomic_write(record, encode_output(verdict, stdout, stderr), mode=0o600)
     except (OSError, StoreError):
         return
 
@@ -185,7 +192,8 @@ def replay(listings: Sequence[str], lock: str, entry: str | None, form: str) -> 
         return None
     key = result_key(raws, sha256_function()(lock_data).digest(), entry)
     record = _read_regular(output_path(directory, key, form))
-    decoded = None if record is None else _decode_output(record)
+    verdict = _read_regular(os.path.join(directory, f"{key}.json"))
+    decoded = None if record is None or verdict is None else _decode_output(record, verdict)
     if decoded is None:
         return None
     out, err = decoded
