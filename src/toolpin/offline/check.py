@@ -12,8 +12,11 @@ the hash recorded beside it. Nothing in a lock is trusted because of how it look
 lock's own digest is unkeyed, so anyone who edits a lock can recompute it. There are two
 shortcuts, both per-machine records keyed by the SHA-256 of exact bytes, both skipped by
 ``check --no-cache``. The lock's own verification is remembered by
-:mod:`toolpin.lockfile.verified` (the same lock bytes are not re-hashed; the listing
-always is). And a record of verified results (``$TOOLPIN_HOME/cache/check``):
+:mod:`toolpin.lockfile.verified`, with the lock's pinned set hashes: the same lock bytes
+are not parsed again when the export's freshly computed set hashes all match them (the
+listing is always parsed and hashed in full). And a record of verified results
+(``$TOOLPIN_HOME/cache/check``, beside which the command line keeps what it printed, see
+:mod:`toolpin.offline.remembered`):
 after a full check finds nothing changed, the SHA-256 of the exact lock and export bytes
 (plus toolpin's version and the entry name) is remembered, and a later check of the very
 same bytes returns that verdict without re-hashing. Only toolpin writes that directory,
