@@ -1,4 +1,5 @@
-"""The pure core stays pure: no I/O layer, no I/O module, no third-party import but rfc8785.
+"""The pure core stays pure: no I/O layer, no I/O module, no third-party import but the
+JSON codecs rfc8785 and orjson.
 
 ``toolpin.core`` (canonical hashing, the snapshot model, schema diff, labels, rendering and
 reports) is what every layer builds on; it must not import the proxy, the store, the
@@ -18,7 +19,7 @@ ALLOWED_TOOLPIN = ("toolpin.core", "toolpin.errors")
 ALLOWED_OTHERS = {
     "__future__", "collections", "dataclasses", "decimal", "difflib", "enum", "fractions",
     "functools", "hashlib", "itertools", "json", "math", "re", "typing", "unicodedata",
-    "urllib", "rfc8785",
+    "urllib", "rfc8785", "orjson",
 }  # fmt: skip
 IO_CALLS = {"open", "print", "input"}
 

@@ -95,3 +95,41 @@ def test_check_no_cache_flag(files: tuple[Path, Path, Path], toolpin_home: Path)
                         lock.parent)  # fmt: skip
     assert bad.exit == 1
     assert not (toolpin_home / "cache").exists()
+
+
+def test_an_unchanged_check_with_the_record_never_reads_the_lock(
+    files: tuple[Path, Path, Path], toolpin_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listing, drifted, lock = files
+    cold = check([listing], lock, use_cache=False)
+    assert check([listing], lock, result_cache=False).ok  # verifies and records the summary
+    import toolpin.offline.check as offline_check
+
+    def no_parse(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the lock was parsed")
+
+    monkeypatch.setattr(offline_check, "lock_from_json", no_parse)
+    warm = check([listing], lock, result_cache=False)
+    assert warm.ok and not warm.fast_path
+    assert (warm.source, warm.pinned_at, warm.entry_name, warm.notes) == (
+        cold.source, cold.pinned_at, cold.entry_name, cold.notes
+    )  # fmt: skip
+    assert warm.drift == cold.drift
+    with pytest.raises(AssertionError, match="the lock was parsed"):
+        check([drifted], lock, result_cache=False)  # a difference reads the lock to explain it
+
+
+def test_a_record_that_is_not_a_summary_is_ignored(
+    files: tuple[Path, Path, Path], toolpin_home: Path
+) -> None:
+    listing, drifted, lock = files
+    assert check([listing], lock, result_cache=False).ok
+    (record,) = _records(toolpin_home)
+    for junk in (b"", b"{", b'{"format": 2, "servers": [{"name": 1}]}', b"[]"):
+        record.write_bytes(junk)
+        assert not verified.known(lock.read_bytes())
+        assert check([listing], lock, result_cache=False).ok
+        assert not check([drifted], lock, result_cache=False).ok
+    record.unlink()
+    os.mkfifo(record)  # never blocks on a FIFO
+    assert not verified.known(lock.read_bytes())

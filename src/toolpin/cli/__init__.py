@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
 from toolpin import __version__
 from toolpin.errors import ToolpinError
 
+TYPE_CHECKING = False  # typing is not imported on the start path (a cached `check`)
 if TYPE_CHECKING:
+    from typing import Any
+
     import click
 
 _GROUP: list[click.Group] = []

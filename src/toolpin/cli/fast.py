@@ -55,6 +55,15 @@ def check_fast(args: list[str]) -> int | None:
     options = parse_check(args)
     if options is None:
         return None
+    if not options["no_cache"]:
+        # Exactly these bytes were checked and found unchanged before: print that again.
+        from toolpin.offline.remembered import replay
+
+        replayed = replay(
+            options["listings"], options["lock"], options.get("entry"), _form(options["as_json"])
+        )
+        if replayed is not None:
+            return replayed
     from toolpin.errors import ToolpinError
 
     try:
@@ -109,22 +118,36 @@ def run_check(
     )
     if sarif is not None:
         _write_sarif(result, Path(sarif), listings[0], lock)
+    form = _form(as_json)
     if as_json:
         from toolpin.core.render import safe_json
         from toolpin.report.offline import check_json
 
-        sys.stdout.write(safe_json(check_json(result), sort_keys=True, ensure_ascii=True) + "\n")
+        out = safe_json(check_json(result), sort_keys=True, ensure_ascii=True) + "\n"
     else:
         from toolpin.core.render import to_text
         from toolpin.report.offline import check_text
-        from toolpin.util.console import wants_color
 
-        color = wants_color(sys.stdout)
-        sys.stdout.write(to_text(check_text(result), color=color) + "\n")
+        out = to_text(check_text(result), color=form == "color") + "\n"
+    err = PARTIAL_WARNING + "\n" if result.partial else ""
+    sys.stdout.write(out)
     sys.stdout.flush()
-    if result.partial:
-        sys.stderr.write(PARTIAL_WARNING + "\n")
+    if err:
+        sys.stderr.write(err)
+    if result.record_key is not None and result.ok:
+        from toolpin.offline.remembered import remember_output
+
+        remember_output(result.record_key, form, out, err)
     return 0 if result.ok else 1
+
+
+def _form(as_json: bool) -> str:
+    """The output form a replayed check must match: JSON, coloured text or plain text."""
+    if as_json:
+        return "json"
+    from toolpin.util.console import wants_color
+
+    return "color" if wants_color(sys.stdout) else "text"
 
 
 def _write_sarif(result: Any, out: Any, artifact: str, lock: str) -> None:

@@ -19,6 +19,18 @@ Everything toolpin compares is hashed here, and nowhere else:
 * :func:`definition_hash`, :func:`set_hash`, :func:`instructions_hash` implement the
   hash spec (docs/hash-spec.md), reproducing every published vector.
 
+Speed (issue 10): both directions have a second fast path through ``orjson`` that is only
+ever a shortcut to the same answer. :func:`parse_json` (JavaScript numbers) first lets
+``orjson`` parse; its value is kept only when it is provably what the strict parser returns
+(orjson refuses NaN/Infinity, invalid UTF-8, every unpaired surrogate, control characters
+and bad syntax, exactly as strictly as the grammar; toolpin then checks the nesting
+depth, gives every number JavaScript semantics, and proves no member name was repeated by
+counting string tokens: the document's against the parsed value's). Anything else, every
+error included, goes through the strict parser, so results and messages are unchanged.
+:func:`canonical_many_parsed` encodes parsed values with ``orjson`` (sorted keys), whose
+output is RFC 8785 under the same two conditions the standard library encoder needs,
+detected the same way.
+
 This module is part of the pure core: no I/O.
 """
 
@@ -29,8 +41,10 @@ import json
 import json.encoder
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
+
+import orjson as _orjson
 
 from toolpin.errors import JSONError
 
@@ -145,6 +159,10 @@ def parse_json(
     formatting. Objects keep the document's member order in both modes (the canonical
     form sorts; :func:`sorted_members` sorts for display).
     """
+    if numbers == "js" and (type(data) is bytes or type(data) is str):
+        fast = _fast_parse(data, allow_bom=allow_bom, max_depth=max_depth)
+        if fast is not _FALLBACK:
+            return fast
     text = _decode(data, allow_bom=allow_bom)
     if numbers == "js":
         parse_float: Any = _js_number
@@ -181,6 +199,116 @@ def parse_json(
         # A surrogate escape may still be half of a valid pair: look at the values.
         _reject_lone_surrogates(value)
     return value
+
+
+_FALLBACK: Final = object()
+_MAX_EXACT = 2**53
+
+
+def _fast_parse(data: bytes | str, *, allow_bom: bool, max_depth: int) -> Any:
+    """``orjson``'s value when it is exactly what the strict parser returns, else _FALLBACK.
+
+    Never raises: every fault (a syntax error, a repeated name, too deep, a lone
+    surrogate, too large) is left to the strict parser, which words the error.
+    """
+    if isinstance(data, bytes):
+        if len(data) > MAX_DOCUMENT_BYTES:
+            return _FALLBACK
+        if data.startswith(_BOM):
+            if not allow_bom:
+                return _FALLBACK
+            data = data[3:]
+    try:
+        value = _orjson.loads(data)
+    except ValueError:  # orjson.JSONDecodeError: the strict parser explains it
+        return _FALLBACK
+    kind = type(value)
+    if kind is dict or kind is list:
+        strings = _settle(value, max_depth)
+        # orjson keeps the last of repeated member names: then the value holds fewer
+        # strings (member names and string values) than the document spells.
+        if strings is None or 2 * strings != _string_quotes(data):
+            return _FALLBACK
+        return value
+    if kind is int or kind is float:
+        return _js_value(value)
+    return value
+
+
+def _js_value(number: Any) -> Any:
+    """A parsed number as :func:`_js_number` reads its text (orjson's floats are the
+    correctly rounded doubles of the text, as ``float(text)``; its integers are exact)."""
+    if type(number) is int:
+        if -_MAX_EXACT <= number <= _MAX_EXACT:
+            return number
+        number = float(number)  # the double a JavaScript client would hold
+    if number.is_integer() and abs(number) < _SAFE_INTEGRAL:
+        return int(number)
+    return number
+
+
+def _settle(root: Any, limit: int) -> int | None:
+    """Give every number JavaScript semantics in place and count the strings (member
+    names and string values) in ``root``; None when nested deeper than ``limit``
+    (containers only, the root at depth 1, as :func:`_check_depth`)."""
+    level = [root]
+    depth = 1
+    strings = 0
+    others = 0  # values that are not strings
+    while level:
+        if depth > limit:
+            return None
+        deeper: list[Any] = []
+        push = deeper.append
+        for node in level:
+            numbers = False
+            if type(node) is dict:
+                children: Any = node.values()
+                strings += 2 * len(node)
+            else:
+                children = node
+                strings += len(node)
+            for child in children:
+                kind = type(child)
+                if kind is str:
+                    continue
+                others += 1
+                if kind is dict or kind is list:
+                    push(child)
+                elif kind is int or kind is float:
+                    numbers = True
+            if numbers:
+                _settle_numbers(node)
+        level = deeper
+        depth += 1
+    return strings - others
+
+
+def _settle_numbers(node: Any) -> None:
+    pairs = list(node.items()) if type(node) is dict else list(enumerate(node))
+    for key, child in pairs:
+        kind = type(child)
+        if kind is int or kind is float:
+            fixed = _js_value(child)
+            if fixed is not child:
+                node[key] = fixed
+
+
+def _string_quotes(doc: bytes | str) -> int:
+    """Quote characters that open or close a string in a valid JSON document.
+
+    Every backslash in valid JSON starts an escape inside a string, so once the escaped
+    backslashes are dropped, the quotes left that follow a backslash are escaped ones.
+    """
+    if isinstance(doc, bytes):
+        if b"\\" not in doc:
+            return doc.count(b'"')
+        doc = doc.replace(b"\\\\", b"")
+        return doc.count(b'"') - doc.count(b'\\"')
+    if "\\" not in doc:
+        return doc.count('"')
+    doc = doc.replace("\\\\", "")
+    return doc.count('"') - doc.count('\\"')
 
 
 def _python_int(text: str) -> int:
@@ -268,6 +396,103 @@ def canonical_many(values: Iterable[JSONValue]) -> list[bytes]:
         _general_canonical(v).encode("utf-8") if b is None or _needs_general_path(b) else b
         for v, b in zip(values, fast, strict=True)
     ]
+
+
+def canonical_parsed(value: JSONValue) -> bytes:
+    """:func:`canonical_bytes` of one parsed value (see :func:`canonical_many_parsed`)."""
+    try:
+        data = _orjson.dumps(value, option=_ORJSON_OPTION)
+    except TypeError:  # orjson.JSONEncodeError
+        return canonical_bytes(value)
+    if _orjson_is_canonical(data) or not _needs_general_path(data):
+        return data
+    return canonical_bytes(value)
+
+
+def canonical_many_parsed(values: Sequence[JSONValue]) -> list[bytes]:
+    """:func:`canonical_many` of parsed JSON: each value holds only dicts with string keys,
+    lists, strings, ints, floats, booleans and None (what :func:`parse_json` or another
+    JSON parser returns). The same bytes as :func:`canonical_bytes` of each.
+
+    ``orjson`` encodes them (members sorted by code point, compact, UTF-8, escapes as
+    RFC 8785 has them, shortest round-trip numbers); that is the RFC 8785 form unless a
+    number is spelled differently or names sort differently by UTF-16 code unit, which
+    :func:`_needs_general_path` detects as for the standard library encoder. Those values,
+    and any orjson refuses (a lone surrogate, a non-string key, an integer beyond 64
+    bits, deep nesting), take :func:`canonical_bytes`.
+    """
+    dumps = _orjson.dumps
+    option = _ORJSON_OPTION
+    out: list[bytes | None] = []
+    for value in values:
+        try:
+            out.append(dumps(value, option=option))
+        except TypeError:  # orjson.JSONEncodeError
+            out.append(None)
+    ready = [b for b in out if b is not None]
+    if len(ready) == len(out):
+        joined = b"]".join(ready)
+        if _orjson_is_canonical(joined) or not _needs_general_path(joined):
+            return ready
+    return [
+        canonical_bytes(v) if b is None or _needs_general_path(b) else b
+        for v, b in zip(values, out, strict=True)
+    ]
+
+
+# STRICT_INTEGER refuses integers beyond 2^53, which ECMAScript may round: those take the
+# general path, so every integer orjson writes is spelled as ECMAScript does.
+_ORJSON_OPTION: Final = _orjson.OPT_SORT_KEYS | _orjson.OPT_STRICT_INTEGER
+_DIGITS: Final = frozenset(b"0123456789")
+_FIND_LIMIT: Final = 256
+
+
+def _digit_then(data: bytes, pattern: bytes, ends: bytes | None) -> bool:
+    """Whether ``pattern`` occurs right after a digit (and, with ``ends``, right before one
+    of those bytes or the end): a number spelled so. Looks at each place ``find`` gives
+    (fast when the pattern is rare); past a few hundred places, one byte-class scan."""
+    index = data.find(pattern)
+    seen = 0
+    after = len(pattern)
+    while index != -1:
+        if index and data[index - 1] in _DIGITS:
+            if ends is None:
+                return True
+            following = data[index + after : index + after + 1]
+            if not following or following in ends:
+                return True
+        seen += 1
+        if seen > _FIND_LIMIT:
+            classes = data.translate(_CLASSES)
+            if ends is None:
+                return b"0e+" in classes
+            return b"0.0," in classes or classes.endswith(b"0.0")
+        index = data.find(pattern, index + 1)
+    return False
+
+
+def _orjson_is_canonical(data: bytes) -> bool:
+    """True when orjson's output ``data`` is certainly RFC 8785 already (False: not sure).
+
+    orjson writes integers as ECMAScript does (below 2^53, see STRICT_INTEGER) and
+    floats with the shortest round-trip digits, so its spelling differs only in exponent
+    form (always ``e+``/``e-`` after a digit) and for integral floats (``1.0``: ``.0``
+    ending a number); names sort differently only with a character above U+FFFF (UTF-8
+    lead byte F0-F4) and one in U+E000..U+FFFF (EE, EF). A string that merely looks like
+    one of these makes this False, never wrong.
+    """
+    # A byte (an int) is looked for at memchr speed; "+" is rare in text, and "-" and
+    # "." are then looked at only where they follow a digit.
+    if 0x2B in data and _digit_then(data, b"e+", None):
+        return False
+    if 0x2D in data and _digit_then(data, b"e-", None):
+        return False
+    if 0x2E in data and _digit_then(data, b".0", b",]}"):
+        return False
+    if data.isascii():
+        return True
+    astral = 0xF0 in data or 0xF1 in data or 0xF2 in data or 0xF3 in data or 0xF4 in data
+    return not (astral and (0xEE in data or 0xEF in data))
 
 
 def _no_default(value: object) -> object:
@@ -463,8 +688,14 @@ def set_hash(lines: Iterable[tuple[str, str]]) -> str:
     Sorted by name in UTF-16 code units, ties by hash; ``name:hash`` lines joined by
     ``\\n`` with no trailing newline; SHA-256 of the UTF-8 text. Empty: hash of "".
     """
-    ordered = sorted(lines, key=lambda pair: (utf16_key(pair[0]), pair[1]))
-    text = "\n".join(f"{name}:{digest}" for name, digest in ordered)
+    return set_hash_of_sorted(sorted(lines, key=lambda pair: (utf16_key(pair[0]), pair[1])))
+
+
+def set_hash_of_sorted(ordered: Sequence[tuple[str, str]]) -> str:
+    """:func:`set_hash` of pairs already in its order (UTF-16 name order, ties by hash)."""
+    text = "\n".join([f"{name}:{digest}" for name, digest in ordered])
+    if text.isascii():
+        return hashlib.sha256(text.encode("ascii")).hexdigest()
     return hashlib.sha256(_utf8(text)).hexdigest()
 
 

@@ -26,10 +26,10 @@ from typing import Any, Final
 from toolpin.core.canonical import (
     EMPTY_SET_HASH,
     JSONValue,
-    canonical_bytes,
-    canonical_many,
+    canonical_many_parsed,
+    canonical_parsed,
     instructions_hash,
-    set_hash,
+    set_hash_of_sorted,
     utf16_key,
 )
 from toolpin.errors import ListingError
@@ -121,8 +121,27 @@ class Definition:
             raise ListingError(
                 f"each {kind.value.replace('_', ' ')} needs a string {kind.key_member}"
             )
-        digest = hashlib.sha256(canonical_bytes(value)).hexdigest()
+        digest = hashlib.sha256(canonical_parsed(value)).hexdigest()
+        if cls is Definition:
+            return _definition(key, digest, dict(value))
         return cls(key=key, hash=digest, value=dict(value))
+
+
+_NEW = object.__new__
+_SET_KEY = Definition.__dict__["key"].__set__  # the slots' own descriptors
+_SET_HASH = Definition.__dict__["hash"].__set__
+_SET_VALUE = Definition.__dict__["value"].__set__
+
+
+def _definition(key: str, digest: str, value: dict[str, JSONValue]) -> Definition:
+    """``Definition(key, digest, value)`` for a listing's thousands of items: the same
+    object, its three slots filled directly (the frozen ``__init__`` costs more than the
+    hash it stores)."""
+    item: Definition = _NEW(Definition)
+    _SET_KEY(item, key)
+    _SET_HASH(item, digest)
+    _SET_VALUE(item, value)
+    return item
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +155,19 @@ class Listing:
     @classmethod
     def of(cls, kind: Kind, definitions: Iterable[Definition]) -> Listing:
         """Build a listing; a repeated key is an error (the names are listed, sorted)."""
-        items = sorted(definitions, key=lambda d: utf16_key(d.key))
-        seen: set[str] = set()
+        items = list(definitions)
+        keys = [d.key for d in items]
+        if "".join(keys).isascii():  # code points and UTF-16 code units sort alike
+            items.sort(key=lambda d: d.key)
+        else:
+            items.sort(key=lambda d: utf16_key(d.key))
         repeated: set[str] = set()
-        for item in items:
-            if item.key in seen:
-                repeated.add(item.key)
-            seen.add(item.key)
+        if len(set(keys)) != len(keys):
+            seen: set[str] = set()
+            for key in keys:
+                if key in seen:
+                    repeated.add(key)
+                seen.add(key)
         if repeated:
             count = len(repeated)
             raise ListingError(
@@ -151,7 +176,8 @@ class Listing:
                 advice=f"Every {kind.value.replace('_', ' ')} needs its own {kind.key_member}; "
                 "this listing cannot be pinned as it is.",
             )
-        digest = set_hash((d.key, d.hash) for d in items) if items else EMPTY_SET_HASH
+        # sorted by key and every key distinct: the set hash's own order
+        digest = set_hash_of_sorted([(d.key, d.hash) for d in items]) if items else EMPTY_SET_HASH
         return cls(kind=kind, items=tuple(items), set_hash=digest)
 
     @classmethod
@@ -165,10 +191,16 @@ class Listing:
                 raise ListingError(f"each {label} must be a JSON object")
             if not isinstance(raw.get(key_member), str):
                 raise ListingError(f"each {label} needs a string {key_member}")
+        return cls._parse_checked(kind, values)
+
+    @classmethod
+    def _parse_checked(cls, kind: Kind, values: list[dict[str, JSONValue]]) -> Listing:
+        # every value is a dict with a string key member (checked by the caller)
+        key_member = kind.key_member
         sha256 = hashlib.sha256
         definitions = [
-            Definition(key=raw[key_member], hash=sha256(data).hexdigest(), value=dict(raw))
-            for raw, data in zip(values, canonical_many(values), strict=True)
+            _definition(raw[key_member], sha256(data).hexdigest(), dict(raw))
+            for raw, data in zip(values, canonical_many_parsed(values), strict=True)
         ]
         return cls.of(kind, definitions)
 
@@ -443,8 +475,10 @@ def snapshot_from_export(pages: JSONValue | Sequence[JSONValue], *, paged: bool 
     listings: dict[Kind, Listing] = {}
     for kind, raw in parts.items.items():
         if kind is Kind.TOOL:
-            _validate_tools(raw)
-        listings[kind] = Listing.parse(kind, raw)
+            _validate_tools(raw)  # stricter than Listing.parse's own checks
+            listings[kind] = Listing._parse_checked(kind, raw)
+        else:
+            listings[kind] = Listing.parse(kind, raw)
     snap = Snapshot.of_listings(
         listings, instructions=instructions, instructions_known=known, identity=identity
     )
@@ -489,15 +523,14 @@ def _validate_tools(raw: list[JSONValue]) -> None:
         name = tool.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ListingError("each tool needs a non-empty string name")
-        for member, kinds, what in (
-            ("description", (str,), "a string"),
-            ("inputSchema", (dict,), "a JSON object"),
-            ("outputSchema", (dict,), "a JSON object"),
-            ("annotations", (dict,), "a JSON object"),
-        ):
-            value = tool.get(member)
-            if value is not None and not isinstance(value, kinds):
-                raise ListingError(f"a tool's {member} must be {what}")
+        get = tool.get
+        description = get("description")
+        if description is not None and not isinstance(description, str):
+            raise ListingError("a tool's description must be a string")
+        for member in ("inputSchema", "outputSchema", "annotations"):
+            value = get(member)
+            if value is not None and not isinstance(value, dict):
+                raise ListingError(f"a tool's {member} must be a JSON object")
 
 
 def snapshot_from_results(

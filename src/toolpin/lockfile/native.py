@@ -44,6 +44,7 @@ from typing import Any, Final
 from toolpin.core.canonical import (
     EMPTY_SET_HASH,
     JSONValue,
+    canonical_many_parsed,
     instructions_hash,
     parse_json,
     sorted_members,
@@ -312,26 +313,35 @@ def _listing_from_json(kind: Kind, raw: JSONValue, *, path: Path, name: str) -> 
     if not isinstance(raw, dict) or not isinstance(raw.get("items"), list):
         raise _fail(path, name, f"{member} must be an object with an items array")
     key_member = kind.key_member
-    definitions = []
-    for position, item in enumerate(raw["items"], start=1):
+    # The structure of each item first (up to the first fault), then one batch of hashes:
+    # the faults are still reported for the first bad item, as one pass would.
+    items: list[dict[str, Any]] = []
+    fault: str | None = None
+    for item in raw["items"]:
         if not isinstance(item, dict) or not isinstance(item.get("definition"), dict):
-            raise _fail(path, name, f"an entry of {member} is incomplete")
+            fault = f"an entry of {member} is incomplete"
+            break
         key = item.get(key_member)
         if not isinstance(key, str) or item["definition"].get(key_member) != key:
-            raise _fail(
-                path, name, f"an entry of {member} does not match its definition's {key_member}"
-            )
-        try:
-            definition = Definition.of(kind, item["definition"])
-        except (ListingError, JSONError) as exc:
-            raise _fail(path, name, f"an entry of {member}: {exc.message}") from None
-        if definition.hash != item.get("hash"):
+            fault = f"an entry of {member} does not match its definition's {key_member}"
+            break
+        items.append(item)
+    try:
+        encoded = canonical_many_parsed([item["definition"] for item in items])
+    except JSONError as exc:  # pragma: no cover - parsed JSON always has a canonical form
+        raise _fail(path, name, f"an entry of {member}: {exc.message}") from None
+    definitions = []
+    for position, (item, data) in enumerate(zip(items, encoded, strict=True), start=1):
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != item.get("hash"):
             raise _fail(
                 path,
                 name,
                 f"{member} item {position}: the definition does not match its hash",
             )
-        definitions.append(definition)
+        definitions.append(Definition(item[key_member], digest, dict(item["definition"])))
+    if fault is not None:
+        raise _fail(path, name, fault)
     try:
         listing = Listing.of(kind, definitions)
     except ListingError as exc:

@@ -12,8 +12,11 @@ the hash recorded beside it. Nothing in a lock is trusted because of how it look
 lock's own digest is unkeyed, so anyone who edits a lock can recompute it. There are two
 shortcuts, both per-machine records keyed by the SHA-256 of exact bytes, both skipped by
 ``check --no-cache``. The lock's own verification is remembered by
-:mod:`toolpin.lockfile.verified` (the same lock bytes are not re-hashed; the listing
-always is). And a record of verified results (``$TOOLPIN_HOME/cache/check``):
+:mod:`toolpin.lockfile.verified`, with the lock's pinned set hashes: the same lock bytes
+are not parsed again when the export's freshly computed set hashes all match them (the
+listing is always parsed and hashed in full). And a record of verified results
+(``$TOOLPIN_HOME/cache/check``, beside which the command line keeps what it printed, see
+:mod:`toolpin.offline.remembered`):
 after a full check finds nothing changed, the SHA-256 of the exact lock and export bytes
 (plus toolpin's version and the entry name) is remembered, and a later check of the very
 same bytes returns that verdict without re-hashing. Only toolpin writes that directory,
@@ -27,14 +30,14 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from toolpin.core.canonical import JSONValue, parse_json
 from toolpin.core.drift import Drift, IdentityReport, compare
-from toolpin.core.snapshot import Export, Identity, Kind, snapshot_from_export
+from toolpin.core.snapshot import KINDS, Export, Identity, Kind, snapshot_from_export
 from toolpin.errors import InputError, JSONError, ListingError, LockfileError, StoreError
 from toolpin.lockfile import verified as verified_locks
 from toolpin.lockfile.legacy import NOTE as LEGACY_NOTE
@@ -47,10 +50,12 @@ from toolpin.lockfile.native import (
     read_bytes,
     write_lock,
 )
+from toolpin.offline.remembered import CACHE_FORMAT, cache_dir, result_key
 from toolpin.util.clock import utc_now
 from toolpin.util.fs import atomic_write, ensure_private_dir, locked, toolpin_home
 
 DEFAULT_ENTRY = "default"
+_Entry = TypeVar("_Entry")
 
 
 @dataclass(frozen=True)
@@ -59,8 +64,15 @@ class Listing:
 
     paths: tuple[Path, ...]
     export: Export
-    raw_sha256: str
     raw: tuple[bytes, ...] = field(repr=False)
+
+    @property
+    def raw_sha256(self) -> str:
+        """SHA-256 over the SHA-256 of each file's raw bytes (a lock's ``listingSha256``)."""
+        digest = hashlib.sha256()
+        for data in self.raw:
+            digest.update(hashlib.sha256(data).digest())
+        return digest.hexdigest()
 
 
 def _read(path: Path) -> bytes:
@@ -83,10 +95,7 @@ def load_listing(paths: Sequence[Path], raws: Sequence[bytes] | None = None) -> 
     raws = tuple(raws)
     docs = [_parse_listing(p, data) for p, data in zip(paths, raws, strict=True)]
     export = snapshot_from_export(docs, paged=True)
-    digest = hashlib.sha256()
-    for data in raws:
-        digest.update(hashlib.sha256(data).digest())
-    return Listing(paths=tuple(paths), export=export, raw_sha256=digest.hexdigest(), raw=raws)
+    return Listing(paths=tuple(paths), export=export, raw=raws)
 
 
 def _label(value: str | None, flag: str, default: str) -> str:
@@ -206,6 +215,9 @@ class CheckResult:
     notes: tuple[str, ...] = ()
     fast_path: bool = False
     partial: bool = False
+    record_key: str | None = None
+    """The key this verified "unchanged" result is remembered under on this machine
+    (None when it is not): :mod:`toolpin.offline.remembered` replays output by it."""
 
     @property
     def ok(self) -> bool:
@@ -238,14 +250,16 @@ def check(
     except LockfileError:
         load_listing(listing_paths, raws)  # as mcp-tool-pin-check: listing errors come first
         raise
-    key = _cache_key(raws, lock_data, entry_name) if use_cache and result_cache else None
-    if key is not None:
+    digest = verified_locks.lock_digest(lock_data) if use_cache else None
+    key = None
+    if digest is not None and result_cache:
+        key = result_key(raws, digest, entry_name)
         cached = _cached_result(key)
         if cached is not None:
-            return cached
-    result = _full_check(listing_paths, raws, lock_path, lock_data, entry_name, use_cache=use_cache)
-    if key is not None and result.ok:
-        _remember(key, result)
+            return replace(cached, record_key=key)
+    result = _full_check(listing_paths, raws, lock_path, lock_data, entry_name, digest=digest)
+    if key is not None and result.ok and _remember(key, result):
+        return replace(result, record_key=key)
     return result
 
 
@@ -256,14 +270,22 @@ def _full_check(
     lock_data: bytes,
     entry_name: str | None,
     *,
-    use_cache: bool = True,
+    digest: bytes | None,
 ) -> CheckResult:
+    """``digest`` (SHA-256 of ``lock_data``) is given when the per-user records may be used."""
     listing = load_listing(listing_paths, raws)
     # toolpin writes its format key first; a legacy lock is parsed with Python numbers.
     toolpin_format = b'"toolpinLock"' in lock_data
-    if toolpin_format and use_cache and verified_locks.known(lock_data):
+    summary = None
+    if toolpin_format and digest is not None:
+        summary = verified_locks.recall(lock_data, digest=digest)
+    if summary is not None:
         # These exact bytes passed the strict parse and every hash before (see
-        # toolpin.lockfile.verified): read them with the C parser, take the hashes.
+        # toolpin.lockfile.verified). When every pinned set hash matches the export's,
+        # the lock is not even read; otherwise its recorded hashes explain the drift.
+        unchanged = _check_summary(listing, summary, lock_path, entry_name)
+        if unchanged is not None:
+            return unchanged
         doc = json.loads(lock_data.removeprefix(b"\xef\xbb\xbf"))
         lock = lock_from_json(doc, path=lock_path, trusted=True)
         return _check_toolpin(listing, lock, lock_path, entry_name)
@@ -275,8 +297,10 @@ def _full_check(
         if not toolpin_format:  # pragma: no cover - the key is always spelled as above
             doc = parse_json(lock_data, allow_bom=True)
         lock = lock_from_json(doc, path=lock_path)
-        if use_cache:
-            verified_locks.remember(lock_data)
+        if digest is not None:
+            verified_locks.remember(
+                lock_data, verified_locks.summary_of(lock.servers), digest=digest
+            )
         return _check_toolpin(listing, lock, lock_path, entry_name)
     if looks_legacy(doc):
         return _check_legacy(listing, lock_path, doc)
@@ -296,6 +320,44 @@ def _check_toolpin(
         pinned_at=entry.pinned_at,
         entry_name=name,
         notes=notes,
+        partial=listing.export.partial,
+    )
+
+
+def _check_summary(
+    listing: Listing,
+    summary: verified_locks.LockSummary,
+    lock_path: Path,
+    entry_name: str | None,
+) -> CheckResult | None:
+    """The result of :func:`_check_toolpin` when the picked entry's every set hash and
+    the instructions hash equal the export's (None: something differs, read the lock).
+
+    Equal set hashes mean the same names with the same definition hashes, so the pinned
+    listings are the export's own: the comparison runs on them, with the pinned identity.
+    """
+    current = listing.export.snapshot
+    name, entry = _pick_entry(summary.servers, entry_name, current.identity, lock_path)
+    for kind in KINDS:
+        observed = current.listing(kind)
+        pinned = entry.set_hashes.get(kind)
+        if (observed is None) != (pinned is None):
+            return None
+        if observed is not None and observed.set_hash != pinned:
+            return None
+    if entry.instructions_known != current.instructions_known:
+        return None
+    if entry.instructions_known and entry.instructions_hash != current.instructions_hash:
+        return None
+    pinned_snapshot = replace(current, identity=entry.identity)
+    drift = compare(pinned_snapshot, current)
+    return CheckResult(
+        drift=drift,
+        lock_format="toolpin",
+        source=entry.source,
+        pinned_at=entry.pinned_at,
+        entry_name=name,
+        notes=tuple(f"not checked: {part}" for part in drift.not_checked),
         partial=listing.export.partial,
     )
 
@@ -340,12 +402,11 @@ def _raw_tools(doc: JSONValue) -> list[JSONValue]:
 
 
 def _pick_entry(
-    servers: dict[str, LockEntry] | object,
+    servers: Mapping[str, _Entry],
     wanted: str | None,
     identity: Identity | None,
     lock_path: Path,
-) -> tuple[str, LockEntry]:
-    assert isinstance(servers, dict)
+) -> tuple[str, _Entry]:
     if wanted is not None:
         if wanted not in servers:
             raise LockfileError(f"{lock_path} has no entry named {wanted!r}")
@@ -364,23 +425,12 @@ def _pick_entry(
 
 # ------------------------------------------------------------------- verified-result cache
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = CACHE_FORMAT
 _CACHE_LIMIT = 256
 
 
-def _cache_key(raws: Sequence[bytes], lock_data: bytes, entry_name: str | None) -> str:
-    from toolpin import __version__
-
-    digest = hashlib.sha256(f"toolpin-check {_CACHE_FORMAT} {__version__}\n".encode())
-    digest.update(f"{entry_name!r}\n".encode())
-    digest.update(hashlib.sha256(lock_data).digest())
-    for data in raws:
-        digest.update(hashlib.sha256(data).digest())
-    return digest.hexdigest()
-
-
 def _cache_dir() -> Path:
-    return toolpin_home() / "cache" / "check"
+    return Path(cache_dir())
 
 
 def _cached_result(key: str) -> CheckResult | None:
@@ -392,7 +442,7 @@ def _cached_result(key: str) -> CheckResult | None:
         return None
 
 
-def _remember(key: str, result: CheckResult) -> None:
+def _remember(key: str, result: CheckResult) -> bool:
     """Record a verified "unchanged" result (best effort: a read-only home is fine)."""
     directory = _cache_dir()
     try:
@@ -402,8 +452,11 @@ def _remember(key: str, result: CheckResult) -> None:
         entries = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime)
         for old in entries[: max(0, len(entries) - _CACHE_LIMIT)]:
             old.unlink(missing_ok=True)
+            for output in directory.glob(f"{old.stem}.*.out"):  # its replayable output
+                output.unlink(missing_ok=True)
     except (OSError, StoreError):
-        return
+        return False
+    return True
 
 
 def _identity_json(identity: Identity | None) -> dict[str, str] | None:

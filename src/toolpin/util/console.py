@@ -7,7 +7,10 @@ colour (screenshots, tests).
 from __future__ import annotations
 
 import os
-from typing import TextIO
+
+TYPE_CHECKING = False  # typing is not imported on the start path (a cached `check`)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 
 def wants_color(stream: TextIO) -> bool:
