@@ -33,6 +33,7 @@ from toolpin.proxy.classify import (
     _SDK_TAIL,
     _SURROGATE_ESCAPE,
     _TS_HEAD,
+    _WS_CHARS,
     _skip,
     _strict_scan,
     scanstring,
@@ -148,12 +149,26 @@ class KnownPages:
         i = _skip(text, i + 1).end()
         if text[i] == "]":
             return items, i + 1
+        by_prefix, by_text = self._by_prefix, self._by_text
         while True:
             if text[i] != "{":
                 return None
-            known = self._known(text, i)
-            if known is not None:
-                key, digest, i = known
+            # The remembered element whose text starts here, if any. The remembered
+            # texts are prefix-free (an object's text ends at its closing brace, so no
+            # complete object's text starts another's), so the one that starts
+            # text[i:], if any, is the greatest remembered text not above it: one
+            # bisection in the group that shares its opening, however many share it.
+            found = by_prefix.get(text[i : i + PREFIX])
+            element = None
+            if found is not None:
+                group, longest = found
+                window = text[i : i + longest]
+                at = bisect.bisect_right(group, window) - 1
+                if at >= 0 and window.startswith(group[at]):
+                    element = group[at]
+            if element is not None:
+                key, digest = by_text[element]
+                i += len(element)
             else:
                 value, end = _strict_scan(text, i)
                 if type(value) is not dict:
@@ -164,30 +179,15 @@ class KnownPages:
             if key in items:
                 return None  # a repeated key: the general path says so
             items[key] = digest
-            i = _skip(text, i).end()
-            if text[i] == ",":
-                i = _skip(text, i + 1).end()
+            char = text[i]
+            if char in _WS_CHARS:
+                i = _skip(text, i).end()
+                char = text[i]
+            if char == ",":
+                i += 1
+                if text[i] in _WS_CHARS:
+                    i = _skip(text, i).end()
                 continue
-            if text[i] != "]":
+            if char != "]":
                 return None
             return items, i + 1
-
-    def _known(self, text: str, i: int) -> tuple[str, str, int] | None:
-        """The remembered element whose text starts at ``i``, if any.
-
-        The remembered texts are prefix-free (an object's text ends at its closing
-        brace, so no complete object's text starts another's), so the one that starts
-        ``text[i:]``, if any, is the greatest remembered text not above it: one bisection
-        in the group that shares its opening, however many share it.
-        """
-        found = self._by_prefix.get(text[i : i + PREFIX])
-        if found is None:
-            return None
-        group, longest = found
-        window = text[i : i + longest]
-        at = bisect.bisect_right(group, window) - 1
-        if at < 0 or not window.startswith(group[at]):
-            return None
-        element = group[at]
-        key, digest = self._by_text[element]
-        return key, digest, i + len(element)
