@@ -148,6 +148,21 @@ _ANSWER_KEYS: Final = frozenset({"id", "result", "error"})
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 
 
+def after_value(text: str, i: int) -> tuple[str, int]:
+    """What follows the value that ends at ``i``: the next character that is not
+    whitespace, and where reading goes on (past the comma and its whitespace for a
+    comma, else at that character)."""
+    char = text[i]
+    if char in _WS_CHARS:
+        i = _skip(text, i).end()
+        char = text[i]
+    if char == ",":
+        i += 1
+        if text[i] in _WS_CHARS:
+            i = _skip(text, i).end()
+    return char, i
+
+
 def _scan_failed(exc: BaseException) -> bool:
     """Whether the C scanner failed for a limit of the interpreter, not for bad JSON."""
     return isinstance(exc, RecursionError) or (
@@ -294,14 +309,8 @@ def _walk(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, int
         else:
             value, i = _plain_scan(text, i)
         members[key] = value
-        char = text[i]
-        if char in _WS_CHARS:
-            i = _skip(text, i).end()
-            char = text[i]
+        char, i = after_value(text, i)
         if char == ",":
-            i += 1
-            if text[i] in _WS_CHARS:
-                i = _skip(text, i).end()
             continue
         if char != "}":
             raise StopIteration(i)

@@ -33,9 +33,9 @@ from toolpin.proxy.classify import (
     _SDK_TAIL,
     _SURROGATE_ESCAPE,
     _TS_HEAD,
-    _WS_CHARS,
     _skip,
     _strict_scan,
+    after_value,
     scanstring,
 )
 
@@ -131,11 +131,10 @@ class KnownPages:
             else:
                 value, i = _strict_scan(text, i)
                 del value  # checked strictly; not pinned (``_meta``, ``ttlMs`` ...)
-            i = _skip(text, i).end()
-            if text[i] == ",":
-                i = _skip(text, i + 1).end()
+            char, i = after_value(text, i)
+            if char == ",":
                 continue
-            if text[i] != "}":
+            if char != "}":
                 return None
             break
         if items is None:
@@ -179,14 +178,8 @@ class KnownPages:
             if key in items:
                 return None  # a repeated key: the general path says so
             items[key] = digest
-            char = text[i]
-            if char in _WS_CHARS:
-                i = _skip(text, i).end()
-                char = text[i]
+            char, i = after_value(text, i)
             if char == ",":
-                i += 1
-                if text[i] in _WS_CHARS:
-                    i = _skip(text, i).end()
                 continue
             if char != "]":
                 return None
