@@ -95,7 +95,12 @@ def write_log(path: Path, servers: int, entries: int, signer: Signer) -> None:
         )
         ref = blobs.put(definitions_blob(snap))
         record = observation_record(
-            cand, obs, previous=last.get(server), blob=ref, last_good_look=looked.get(server)
+            cand,
+            obs,
+            previous=last.get(server),
+            blob=ref,
+            previous_look=looked.get(server),
+            change="new" if server not in last else "definitions",
         )
         last[server] = n
         looked[server] = at

@@ -23,7 +23,7 @@ from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, badge_for
-from toolpin.site.changes import ChangeSummary, change_view
+from toolpin.site.changes import ChangeSummary, change_view, view_of
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
 from toolpin.site.output import SiteWriter
 from toolpin.site.render import CSP, environment
@@ -245,6 +245,20 @@ def _render(env: jinja2.Environment, name: str, **context: Any) -> str:
     return env.get_template(name).render(**context)
 
 
+def _staging(out: Path) -> Path | None:
+    """A new folder beside ``out`` to build into when ``out`` is absent or empty (renamed
+    into place when the build is done, so ``out`` never holds half a site); ``None`` when
+    ``out`` holds files (then they are compared and replaced one by one)."""
+    import tempfile
+
+    if out.is_dir() and any(out.iterdir()):
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
+    staging.chmod(0o755)
+    return staging
+
+
 def build_site(
     log_dir: Path,
     vkey: Verifier,
@@ -255,36 +269,66 @@ def build_site(
     state: Path | None = None,
 ) -> BuildResult:
     """Build the site of the log in ``log_dir`` into ``out`` (see the module doc)."""
-    from toolpin.site import api, feeds
+    import shutil
 
     _check_folders(log_dir, out)
     if not base_url.endswith("/"):
         base_url += "/"
     view = read_log(log_dir, vkey, state=state)
-    out.mkdir(parents=True, exist_ok=True)
-    writer = SiteWriter(out)
     inputs = _inputs_digest(view, base_url, now)
-    if writer.up_to_date(inputs):
-        return BuildResult(
-            checkpoint_size=view.checkpoint.size,
-            servers=sum(1 for h in view.servers.values() if not h.opted_out),
-            opted_out=sum(1 for h in view.servers.values() if h.opted_out),
-            files=len(writer.paths),
-            written=0,
-            unchanged=writer.unchanged,
-            removed=0,
-        )
+    staging = _staging(out)
+    try:
+        if staging is None:
+            writer = SiteWriter(out)
+            if writer.up_to_date(inputs):
+                return BuildResult(
+                    checkpoint_size=view.checkpoint.size,
+                    servers=sum(1 for h in view.servers.values() if not h.opted_out),
+                    opted_out=sum(1 for h in view.servers.values() if h.opted_out),
+                    files=len(writer.stats),
+                    written=0,
+                    unchanged=writer.unchanged,
+                    removed=0,
+                )
+        else:
+            writer = SiteWriter(staging, manifest=False, fresh=True)
+        result = _build(view, vkey, writer, base_url=base_url, now=now, inputs=inputs)
+        if staging is not None:
+            if out.is_dir():
+                out.rmdir()  # empty (checked above); a file put there meanwhile stops us
+            staging.rename(out)
+            staging = None
+        return result
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _build(
+    view: LogView,
+    vkey: Verifier,
+    writer: SiteWriter,
+    *,
+    base_url: str,
+    now: dt.datetime,
+    inputs: str,
+) -> BuildResult:
+    from toolpin.site import api, feeds
+
+    root = writer.root
     env = environment()
     context: dict[str, Any] = {"checkpoint": view.checkpoint, "base_url": base_url}
-    pages = _all_servers(view, now, writer, context)
-    shown = [p for p in pages.values() if not p.history.opted_out]
 
-    _copy_log(view, writer)
-    _proofs(view, writer)
-    for name in STATIC_FILES:
-        data = importlib.resources.files("toolpin.site").joinpath("static", name).read_bytes()
-        writer.write(f"static/{name}", data)
-    writer.text("_headers", HEADERS.format(csp=CSP))
+    def the_log() -> None:  # while the servers are built (in other processes when many)
+        _copy_log(view, writer)
+        _proofs(view, writer)
+        for name in STATIC_FILES:
+            data = importlib.resources.files("toolpin.site").joinpath("static", name)
+            writer.write(f"static/{name}", data.read_bytes())
+        writer.text("_headers", HEADERS.format(csp=CSP))
+
+    pages, explained = _all_servers(view, now, writer, env, context, meanwhile=the_log)
+    shown = [p for p in pages.values() if not p.history.opted_out]
 
     recent = _recent_changes(pages)
     counts = _counts(view, pages, now)
@@ -328,30 +372,26 @@ def build_site(
     hooked: list[Path] = []
     fresh: list[Path] = []  # the hooks' files written this time (the rest were unchanged)
     if install is not None:
-        hooked.extend(install(env, out, hook_context, on_write=fresh.append))
+        hooked.extend(install(env, root, hook_context, on_write=fresh.append))
     reports = _hook("toolpin.site.reports", "write_report_pages")
     if reports is not None:
-        # The reports read the log through their own verified view; their cache of
-        # explained changes lives outside the published folder, per log.
-        import hashlib
-
-        from toolpin.util.fs import toolpin_home
-
-        tag = hashlib.sha256(str(Path(log_dir).absolute()).encode()).hexdigest()[:16]
+        # The reports read the log through their own view, with the explanations of every
+        # change made here and the audit done here (neither is repeated).
         hook_context["verifier"] = vkey
         hook_context["now"] = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        hook_context["report_cache"] = toolpin_home() / "cache" / f"reports-{tag}.json"
-        hooked.extend(reports(env, out, hook_context, view.log_dir, on_write=fresh.append))
+        hook_context["report_known"] = explained
+        hook_context["audited"] = view.audited
+        hooked.extend(reports(env, root, hook_context, view.log_dir, on_write=fresh.append))
     # Their files belong to this build too (kept, or removed when no longer written).
-    rels = {Path(p).relative_to(out).as_posix() for p in hooked} - writer.paths
-    written = len(rels & {Path(p).relative_to(out).as_posix() for p in fresh})
-    writer.merge(rels, written, len(rels) - written)
+    rels = {Path(p).relative_to(root).as_posix() for p in hooked} - writer.stats.keys()
+    written = len(rels & {Path(p).relative_to(root).as_posix() for p in fresh})
+    writer.adopt(sorted(rels), written, len(rels) - written)
     removed = writer.finish(inputs)
     return BuildResult(
         checkpoint_size=view.checkpoint.size,
         servers=len(shown),
         opted_out=len(pages) - len(shown),
-        files=len(writer.paths),
+        files=len(writer.stats),
         written=writer.written,
         unchanged=writer.unchanged,
         removed=removed,
@@ -410,6 +450,10 @@ def _counts(view: LogView, pages: Mapping[str, ServerPage], now: dt.datetime) ->
     }
 
 
+Explained = dict[int, tuple[int, dict[str, Any]]]
+"""``{index: (previous index, explanation)}`` of every change, for the reports."""
+
+
 def _server_files(
     view: LogView,
     history: ServerHistory,
@@ -417,20 +461,33 @@ def _server_files(
     env: jinja2.Environment,
     writer: SiteWriter,
     context: Mapping[str, Any],
-) -> tuple[Badge, list[ChangeSummary | None]]:
-    """Every file of one server (page, badge, diff pages); its badge and change summaries."""
+) -> tuple[Badge, list[ChangeSummary | None], Explained]:
+    """Every file of one server (page, badge, diff pages, feeds, API history); its badge,
+    change summaries and the reports' explanation of each change (one comparison per
+    change, used by all)."""
+    from toolpin.core.drift import compare
+    from toolpin.crawl.report import explain_drift
+    from toolpin.site import api, feeds
+
     sid = history.id
     badge, svg, endpoint = badge_for(history, now)
+    page = ServerPage(history, badge)
     if history.opted_out:
         writer.text(f"servers/{sid}.html", _render(env, "stub.html", **context, id=sid))
-        return badge, [None] * len(history.versions)
+        api.write_server_api(writer, view, page)
+        return badge, [None] * len(history.versions), {}
     snapshots: dict[int, Snapshot] = {}
     entries: list[dict[str, Any]] = []
     summaries: list[ChangeSummary | None] = []
+    explained: Explained = {}
     previous: Snapshot | None = None
     for position, version in enumerate(history.versions):
         snap = view.snapshot(version)
-        change = None if previous is None else change_view(previous, snap)
+        change = None
+        if previous is not None:
+            drift = compare(previous, snap)
+            change = view_of(drift)
+            explained[version.index] = (history.versions[position - 1].index, explain_drift(drift))
         summaries.append(None if change is None else change.summary())
         entries.append({"version": version, "change": change, "window": _window(history, position)})
         snapshots[version.index] = snap
@@ -473,7 +530,10 @@ def _server_files(
                 page="diff",
             ),
         )
-    return badge, summaries
+    page.changes = list(zip(history.versions, summaries, strict=True))
+    feeds.write_server_feed(env, writer, view.checkpoint.origin, page, context["base_url"])
+    api.write_server_api(writer, view, page)
+    return badge, summaries, explained
 
 
 PARALLEL_FROM: Final = 400
@@ -482,16 +542,20 @@ PARALLEL_FROM: Final = 400
 _JOB: dict[str, Any] = {}
 """What a forked worker builds from (set before the pool forks, read in the children)."""
 
+_Done = tuple[str, Badge, list[ChangeSummary | None], Explained]
 
-def _chunk(sids: list[str]) -> tuple[list[tuple[str, Badge, list[Any]]], set[str], int, int]:
+
+def _chunk(
+    sids: list[str],
+) -> tuple[list[_Done], dict[str, tuple[int, int]], int, int]:
     view: LogView = _JOB["view"]
-    writer = SiteWriter(_JOB["out"], manifest=False)
-    env = environment()
+    writer = SiteWriter(_JOB["root"], manifest=False, fresh=_JOB["fresh"])
+    env = _JOB["env"]
     done = [
         (sid, *_server_files(view, view.servers[sid], _JOB["now"], env, writer, _JOB["context"]))
         for sid in sids
     ]
-    return done, writer.paths, writer.written, writer.unchanged
+    return done, writer.stats, writer.written, writer.unchanged
 
 
 def _workers() -> int:
@@ -505,14 +569,21 @@ def _workers() -> int:
 
 
 def _all_servers(
-    view: LogView, now: dt.datetime, writer: SiteWriter, context: Mapping[str, Any]
-) -> dict[str, ServerPage]:
-    """Every server's files, in worker processes when the log is large and cores allow."""
+    view: LogView,
+    now: dt.datetime,
+    writer: SiteWriter,
+    env: jinja2.Environment,
+    context: Mapping[str, Any],
+    *,
+    meanwhile: Callable[[], None],
+) -> tuple[dict[str, ServerPage], Explained]:
+    """Every server's files, in worker processes when the log is large and cores allow
+    (``meanwhile`` runs in this process while they work)."""
     sids = sorted(view.servers)
-    results: list[tuple[str, Badge, list[Any]]] = []
+    results: list[_Done] = []
     workers = _workers()
     if len(sids) < PARALLEL_FROM or workers == 1:
-        env = environment()
+        meanwhile()
         results.extend(
             (sid, *_server_files(view, view.servers[sid], now, env, writer, context))
             for sid in sids
@@ -520,23 +591,31 @@ def _all_servers(
     else:
         import multiprocessing
 
+        for name in ("server.html", "diff.html", "stub.html", "feed.atom"):
+            env.get_template(name)  # compiled once, before the workers fork
         size = -(-len(sids) // (workers * 8))
         chunks = [sids[i : i + size] for i in range(0, len(sids), size)]
-        _JOB.update(view=view, now=now, out=writer.root, context=dict(context))
+        _JOB.update(
+            view=view, now=now, root=writer.root, fresh=writer.fresh, env=env, context=context
+        )
         try:
             with multiprocessing.get_context("fork").Pool(workers) as pool:
-                for done, paths, written, unchanged in pool.imap(_chunk, chunks):
-                    results.extend(done)
-                    writer.merge(paths, written, unchanged)
+                done = pool.imap(_chunk, chunks)
+                meanwhile()
+                for part, stats, written, unchanged in done:
+                    results.extend(part)
+                    writer.merge(stats, written, unchanged)
         finally:
             _JOB.clear()
     pages: dict[str, ServerPage] = {}
-    for sid, badge, summaries in results:
+    explained: Explained = {}
+    for sid, badge, summaries, explains in results:
         history = view.servers[sid]
         page = ServerPage(history, badge)
         page.changes = list(zip(history.versions, summaries, strict=True))
         pages[sid] = page
-    return pages
+        explained.update(explains)
+    return pages, explained
 
 
 def run_command(version: Version) -> str:

@@ -7,12 +7,13 @@ autoescaping then makes the result inert HTML. Templates live in ``site/template
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Final
 from urllib.parse import urlsplit
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from toolpin.core.render import visible
 from toolpin.site.model import MONTHS
@@ -53,14 +54,17 @@ def href(context: Mapping[str, object], rel: str) -> str:
     return path + rel
 
 
+_STAMP: Final = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-\d{2}T\d{2}:\d{2}")
+
+
 def when(value: object) -> Markup:
     """``2026-11-30T03:00:00Z`` as ``<time datetime=…>30 Nov 2026, 03:00 UTC</time>``."""
     text = value if isinstance(value, str) else ""
-    if len(text) < 16 or text[4] != "-" or text[10] != "T":
+    if not _STAMP.match(text):
         return Markup("<time>") + text + Markup("</time>")
     year, month, day = text[:4], int(text[5:7]), int(text[8:10])
     shown = f"{day} {MONTHS[month - 1]} {year}, {text[11:16]} UTC"
-    return Markup('<time datetime="{}">{}</time>').format(text, shown)
+    return Markup(f'<time datetime="{escape(text)}">{shown}</time>')
 
 
 def environment() -> jinja2.Environment:
