@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import importlib.resources
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read
 from toolpin.site.output import SiteWriter
 from toolpin.site.render import CSP, environment
 
-STATIC_FILES: Final = ("site.css", "verify.js", "filter.js")
+STATIC_FILES: Final = ("site.css", "verify.js", "filter.js", "compare.js")
 PAIR_VERSIONS: Final = 5
 """Diff pages between each of a server's latest this-many versions and the current one
 (every version is also compared with the next one, on the server page)."""
@@ -530,6 +531,19 @@ def _server_files(
                 page="diff",
             ),
         )
+    if len(history.versions) > 1:
+        writer.text(
+            f"servers/{sid}/compare.html",
+            _render(
+                env,
+                "compare.html",
+                **context,
+                **_compare_context(history, pairs),
+                id=sid,
+                latest=latest,
+                page="compare",
+            ),
+        )
     page.changes = list(zip(history.versions, summaries, strict=True))
     feeds.write_server_feed(env, writer, view.checkpoint.origin, page, context["base_url"])
     api.write_server_api(writer, view, page)
@@ -642,6 +656,58 @@ def _pairs(history: ServerHistory) -> list[tuple[int, int]]:
     server page, so every older version is one step from a diff with the current)."""
     indices = [v.index for v in history.versions[-PAIR_VERSIONS:]]
     return [(a, indices[-1]) for a in indices[:-2]]
+
+
+_BLOB: Final = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def _compare_context(history: ServerHistory, pairs: list[tuple[int, int]]) -> dict[str, Any]:
+    """What ``servers/<id>/compare.html`` shows: every version with the diffs toolpin
+    explained that end at it, and what its script needs (the kinds of definition and the
+    characters :func:`toolpin.core.render.visible` escapes, from the core's own tables)."""
+    from toolpin.core.render import _UNSAFE_RANGES
+    from toolpin.core.snapshot import KINDS
+
+    sid = history.id
+    latest = history.latest.index
+    explained = set(pairs)
+    rows = []
+    for position, version in enumerate(history.versions):
+        links = []
+        if position > 0:
+            before = history.versions[position - 1].index
+            links.append(
+                {
+                    "href": f"../{sid}.html#entry-{version.index}",
+                    "text": f"change from entry {before}",
+                }
+            )
+        if (version.index, latest) in explained:
+            links.append(
+                {
+                    "href": f"diff/{version.index}-{latest}.html",
+                    "text": f"against entry {latest} (current)",
+                }
+            )
+        blob = version.blob or ""
+        rows.append(
+            {
+                "index": version.index,
+                "observed_at": version.observed_at,
+                "counts": version.counts,
+                "surface": version.surface,
+                "blob_path": "blob/sha256/" + blob[7:] if _BLOB.fullmatch(blob) else "",
+                "links": links,
+            }
+        )
+    return {
+        "versions": rows,
+        "explained": pairs,
+        "kinds": " ".join(
+            f"{k.list_member}:{k.key_member}:{k.plural.replace(' ', '_')}" for k in KINDS
+        ),
+        "unsafe": " ".join(f"{low:x}-{high:x}" for low, high in _UNSAFE_RANGES),
+    }
 
 
 def _definitions(snapshot: Snapshot) -> list[dict[str, Any]]:
