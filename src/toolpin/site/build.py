@@ -24,13 +24,13 @@ from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, badge_for
-from toolpin.site.changes import ChangeSummary, change_view, view_of
+from toolpin.site.changes import ChangeSummary, change_html, change_view, view_of
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
 from toolpin.site.output import SiteWriter
 from toolpin.site.render import CSP, environment
 
 STATIC_FILES: Final = ("site.css", "verify.js", "filter.js", "compare.js")
-PAIR_VERSIONS: Final = 5
+PAIR_VERSIONS: Final = 3
 """Diff pages between each of a server's latest this-many versions and the current one
 (every version is also compared with the next one, on the server page)."""
 RECENT_CHANGES: Final = 50
@@ -101,15 +101,22 @@ def _window(history: ServerHistory, position: int) -> dict[str, Any]:
     return {"after": after, "seen": seen, "gap": gap, "known": known}
 
 
-def _proofs(view: LogView, writer: SiteWriter) -> None:
-    """``proof/<index>.tlog-proof`` for every entry, against the built checkpoint."""
-    from toolpin.publog.merkle import inclusion_proof, node_hash
-    from toolpin.publog.proof import TlogProof
+def _proof_levels(view: LogView) -> list[list[bytes]]:
+    """Every level of the tree at the built checkpoint (level 0: the leaves)."""
+    from toolpin.publog.merkle import node_hash
 
     levels = [list(view.leaf_hashes)]
     while len(levels[-1]) > 1:
         below = levels[-1]
         levels.append([node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)])
+    return levels
+
+
+def _proofs(view: LogView, writer: SiteWriter, levels: list[list[bytes]], part: range) -> None:
+    """``proof/<index>.tlog-proof`` for the entries in ``part``, against the built
+    checkpoint."""
+    from toolpin.publog.merkle import inclusion_proof
+    from toolpin.publog.proof import TlogProof
 
     class _Memory:
         def node(self, level: int, index: int) -> bytes:
@@ -117,14 +124,33 @@ def _proofs(view: LogView, writer: SiteWriter) -> None:
 
     size = view.checkpoint.size
     source = _Memory()
-    for index in range(size):
+    note = view.checkpoint.note
+    for index in part:
         path = inclusion_proof(source, index, size)
-        text = TlogProof(index, tuple(path), view.checkpoint.note).to_text()
-        writer.text(f"proof/{index}.tlog-proof", text)
+        writer.text(f"proof/{index}.tlog-proof", TlogProof(index, tuple(path), note).to_text())
+
+
+def _blob_refs(view: LogView) -> list[str]:
+    return sorted({v.blob for _, v in view.versions() if v.blob is not None})
+
+
+def _blobs(view: LogView, writer: SiteWriter, refs: list[str]) -> None:
+    """``blob/sha256/<hex>``: each version's definitions, checked against their digest
+    (hard-linked from the log into a new site when the file system allows)."""
+    from toolpin.publog.blobs import BlobStore
+
+    blobs = BlobStore(view.log_dir)
+    for ref in refs:
+        rel = "blob/sha256/" + ref.removeprefix("sha256:")
+        if writer.fresh:
+            writer.link(rel, blobs.path(ref), ref)
+        else:
+            writer.write(rel, blobs.get(ref))
 
 
 def _copy_log(view: LogView, writer: SiteWriter) -> None:
-    """The log beside the site: checkpoint, tiles, entry bundles and blobs (C2SP paths)."""
+    """The log beside the site: checkpoint, tiles and entry bundles (C2SP paths; the
+    blobs are :func:`_blobs`')."""
     from toolpin.publog.tiles import (
         TILE_WIDTH,
         entries_path,
@@ -147,12 +173,6 @@ def _copy_log(view: LogView, writer: SiteWriter) -> None:
         except OSError as exc:
             raise InputError(f"{rel} cannot be read ({exc.strerror})") from None
         writer.write(rel, data)
-    from toolpin.publog.blobs import BlobStore
-
-    blobs = BlobStore(root)
-    refs = sorted({v.blob for _, v in view.versions() if v.blob is not None})
-    for ref in refs:
-        writer.write("blob/sha256/" + ref.removeprefix("sha256:"), blobs.get(ref))
 
 
 HEADERS: Final = """\
@@ -322,7 +342,6 @@ def _build(
 
     def the_log() -> None:  # while the servers are built (in other processes when many)
         _copy_log(view, writer)
-        _proofs(view, writer)
         for name in STATIC_FILES:
             data = importlib.resources.files("toolpin.site").joinpath("static", name)
             writer.write(f"static/{name}", data.read_bytes())
@@ -490,7 +509,14 @@ def _server_files(
             change = view_of(drift)
             explained[version.index] = (history.versions[position - 1].index, explain_drift(drift))
         summaries.append(None if change is None else change.summary())
-        entries.append({"version": version, "change": change, "window": _window(history, position)})
+        entries.append(
+            {
+                "version": version,
+                "change": change,
+                "body": None if change is None else change_html(change),
+                "window": _window(history, position),
+            }
+        )
         snapshots[version.index] = snap
         previous = snap
     writer.write(f"badge/{sid}.svg", svg)
@@ -527,7 +553,7 @@ def _server_files(
                 latest=latest,
                 a=by_index[a],
                 b=by_index[b],
-                change=change_view(snapshots[a], snapshots[b]),
+                body=change_html(change_view(snapshots[a], snapshots[b])),
                 page="diff",
             ),
         )
@@ -557,18 +583,36 @@ _JOB: dict[str, Any] = {}
 """What a forked worker builds from (set before the pool forks, read in the children)."""
 
 _Done = tuple[str, Badge, list[ChangeSummary | None], Explained]
+_Task = tuple[str, Any]
+"""``("servers", [ids])``, ``("proofs", range)`` or ``("blobs", [refs])``."""
 
 
-def _chunk(
-    sids: list[str],
-) -> tuple[list[_Done], dict[str, tuple[int, int]], int, int]:
-    view: LogView = _JOB["view"]
-    writer = SiteWriter(_JOB["root"], manifest=False, fresh=_JOB["fresh"])
-    env = _JOB["env"]
-    done = [
-        (sid, *_server_files(view, view.servers[sid], _JOB["now"], env, writer, _JOB["context"]))
-        for sid in sids
+def _run(
+    task: _Task,
+    view: LogView,
+    writer: SiteWriter,
+    env: jinja2.Environment,
+    now: dt.datetime,
+    context: Mapping[str, Any],
+    levels: list[list[bytes]],
+) -> list[_Done]:
+    kind, part = task
+    if kind == "proofs":
+        _proofs(view, writer, levels, part)
+        return []
+    if kind == "blobs":
+        _blobs(view, writer, part)
+        return []
+    return [
+        (sid, *_server_files(view, view.servers[sid], now, env, writer, context)) for sid in part
     ]
+
+
+def _task(task: _Task) -> tuple[list[_Done], dict[str, tuple[int, int]], int, int]:
+    """One task in a forked worker (its own writer; the accounting goes back)."""
+    job = _JOB
+    writer = SiteWriter(job["root"], manifest=False, fresh=job["fresh"])
+    done = _run(task, job["view"], writer, job["env"], job["now"], job["context"], job["levels"])
     return done, writer.stats, writer.written, writer.unchanged
 
 
@@ -591,30 +635,47 @@ def _all_servers(
     *,
     meanwhile: Callable[[], None],
 ) -> tuple[dict[str, ServerPage], Explained]:
-    """Every server's files, in worker processes when the log is large and cores allow
-    (``meanwhile`` runs in this process while they work)."""
+    """Every server's files, every proof and blob, in worker processes when the log is
+    large and cores allow (``meanwhile`` runs in this process while they work)."""
     sids = sorted(view.servers)
+    levels = _proof_levels(view)
+    refs = _blob_refs(view)
     results: list[_Done] = []
     workers = _workers()
     if len(sids) < PARALLEL_FROM or workers == 1:
         meanwhile()
-        results.extend(
-            (sid, *_server_files(view, view.servers[sid], now, env, writer, context))
-            for sid in sids
-        )
+        tasks: list[_Task] = [
+            ("servers", sids),
+            ("proofs", range(view.checkpoint.size)),
+            ("blobs", refs),
+        ]
+        for task in tasks:
+            results.extend(_run(task, view, writer, env, now, context, levels))
     else:
         import multiprocessing
 
-        for name in ("server.html", "diff.html", "stub.html", "feed.atom"):
+        for name in ("server.html", "diff.html", "stub.html", "compare.html", "feed.atom"):
             env.get_template(name)  # compiled once, before the workers fork
         size = -(-len(sids) // (workers * 8))
-        chunks = [sids[i : i + size] for i in range(0, len(sids), size)]
+        tasks = [("servers", sids[i : i + size]) for i in range(0, len(sids), size)]
+        step = 5000
+        tasks.extend(
+            ("proofs", range(i, min(i + step, view.checkpoint.size)))
+            for i in range(0, view.checkpoint.size, step)
+        )
+        tasks.extend(("blobs", refs[i : i + step]) for i in range(0, len(refs), step))
         _JOB.update(
-            view=view, now=now, root=writer.root, fresh=writer.fresh, env=env, context=context
+            view=view,
+            now=now,
+            root=writer.root,
+            fresh=writer.fresh,
+            env=env,
+            context=context,
+            levels=levels,
         )
         try:
             with multiprocessing.get_context("fork").Pool(workers) as pool:
-                done = pool.imap(_chunk, chunks)
+                done = pool.imap_unordered(_task, tasks)
                 meanwhile()
                 for part, stats, written, unchanged in done:
                     results.extend(part)
@@ -623,7 +684,7 @@ def _all_servers(
             _JOB.clear()
     pages: dict[str, ServerPage] = {}
     explained: Explained = {}
-    for sid, badge, summaries, explains in results:
+    for sid, badge, summaries, explains in sorted(results, key=lambda r: r[0]):
         history = view.servers[sid]
         page = ServerPage(history, badge)
         page.changes = list(zip(history.versions, summaries, strict=True))

@@ -133,6 +133,28 @@ class SiteWriter:
         self.stats[rel] = _replace(target, target + self._tmp, data)
         self.written += 1
 
+    def link(self, rel: str, source: Path, ref: str) -> None:
+        """A new site's copy of the log's blob ``source`` (digest ``ref``): a hard link
+        when the file system allows, else a copy; either way read back and checked."""
+        import hashlib
+
+        if not self.fresh:
+            raise InputError("internal error: links are only made in a new site")
+        target = self._claim(rel)
+        try:
+            os.link(source, target)
+        except OSError:
+            self.write(rel, source.read_bytes())
+            del self.stats[rel]
+            self.written -= 1
+        with open(target, "rb") as handle:
+            data = handle.read()
+            info = os.fstat(handle.fileno())
+        if "sha256:" + hashlib.sha256(data).hexdigest() != ref:
+            raise InputError(f"blob {ref} does not match its digest")
+        self.stats[rel] = (info.st_size, info.st_mtime_ns)
+        self.written += 1
+
     def merge(self, stats: Mapping[str, tuple[int, int]], written: int, unchanged: int) -> None:
         """Account for files another process wrote for this build."""
         clash = self.stats.keys() & stats.keys()
