@@ -25,9 +25,10 @@ from toolpin.errors import InputError
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, badge_for
 from toolpin.site.changes import ChangeSummary, change_html, change_view, view_of
+from toolpin.site.fragments import compare_rows, history_items, version_options
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
 from toolpin.site.output import SiteWriter
-from toolpin.site.render import CSP, environment
+from toolpin.site.render import CSP, environment, site_path
 
 STATIC_FILES: Final = ("site.css", "verify.js", "filter.js", "compare.js")
 PAIR_VERSIONS: Final = 3
@@ -532,7 +533,7 @@ def _server_files(
             id=sid,
             history=history,
             latest=latest,
-            entries=list(reversed(entries)),
+            history_html=history_items(list(reversed(entries)), site_path(context["base_url"])),
             badge=badge,
             pairs=pairs,
             definitions=_definitions(snapshots[latest.index]),
@@ -564,7 +565,7 @@ def _server_files(
                 env,
                 "compare.html",
                 **context,
-                **_compare_context(history, pairs),
+                **_compare_context(history, pairs, site_path(context["base_url"])),
                 id=sid,
                 latest=latest,
                 page="compare",
@@ -722,7 +723,9 @@ def _pairs(history: ServerHistory) -> list[tuple[int, int]]:
 _BLOB: Final = re.compile(r"sha256:[0-9a-f]{64}")
 
 
-def _compare_context(history: ServerHistory, pairs: list[tuple[int, int]]) -> dict[str, Any]:
+def _compare_context(
+    history: ServerHistory, pairs: list[tuple[int, int]], root: str
+) -> dict[str, Any]:
     """What ``servers/<id>/compare.html`` shows: every version with the diffs toolpin
     explained that end at it, and what its script needs (the kinds of definition and the
     characters :func:`toolpin.core.render.visible` escapes, from the core's own tables)."""
@@ -763,6 +766,9 @@ def _compare_context(history: ServerHistory, pairs: list[tuple[int, int]]) -> di
         )
     return {
         "versions": rows,
+        "options_from": version_options(rows, -2),
+        "options_to": version_options(rows, -1),
+        "rows_html": compare_rows(rows, root),
         "explained": pairs,
         "kinds": " ".join(
             f"{k.list_member}:{k.key_member}:{k.plural.replace(' ', '_')}" for k in KINDS

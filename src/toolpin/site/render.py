@@ -28,7 +28,7 @@ META_CSP: Final = CSP.removesuffix("; frame-ancestors 'none'")
 """The same policy as a meta tag: browsers ignore ``frame-ancestors`` there (and report
 an error for it), so only the header carries it."""
 
-__all__ = ["CSP", "META_CSP", "environment", "show"]
+__all__ = ["CSP", "META_CSP", "environment", "show", "site_path"]
 
 
 def show(value: object) -> str:
@@ -44,14 +44,16 @@ def show_multiline(value: object) -> str:
     return visible(value if isinstance(value, str) else str(value), multiline=True)
 
 
+def site_path(base_url: object) -> str:
+    """The path of ``base_url`` (every link starts with it), ending in ``/``."""
+    path = urlsplit(base_url).path if isinstance(base_url, str) else "/"
+    return path if path.endswith("/") else path + "/"
+
+
 @jinja2.pass_context
 def href(context: Mapping[str, object], rel: str) -> str:
     """A link to ``rel`` (a path from the site root) under the path of ``base_url``."""
-    base = context.get("base_url")
-    path = urlsplit(base).path if isinstance(base, str) else "/"
-    if not path.endswith("/"):
-        path += "/"
-    return path + rel
+    return site_path(context.get("base_url")) + rel
 
 
 _STAMP: Final = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-\d{2}T\d{2}:\d{2}")
