@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any, Final
 
 import jinja2
+from markupsafe import Markup
 
 from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, badge_for
+from toolpin.site.cache import WorkCache, shard_of
 from toolpin.site.changes import ChangeSummary, change_html, change_view, view_of
 from toolpin.site.fragments import compare_rows, history_items, version_options
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
@@ -229,26 +231,44 @@ HEADERS: Final = """\
 """
 
 
-def _inputs_digest(view: LogView, base_url: str, now: dt.datetime) -> str:
-    """Everything the output depends on: the signed checkpoint (hence every entry), the
-    last good looks and opt-outs, ``now``, ``base_url``, and toolpin's own code and
-    templates (so an upgrade rebuilds)."""
+def code_digest() -> str:
+    """toolpin's version and a digest of its own code and templates (an upgrade rebuilds
+    everything and uses no cached work)."""
     import hashlib
 
     import toolpin
 
-    digest = hashlib.sha256()
-    for part in (view.checkpoint.note, base_url, now.isoformat(), toolpin.__version__):
-        digest.update(part.encode("utf-8") + b"\0")
-    for sid in sorted(view.servers):
-        history = view.servers[sid]
-        digest.update(f"{sid} {history.last_ok} {history.opted_out}\n".encode())
+    digest = hashlib.sha256(toolpin.__version__.encode("utf-8") + b"\0")
     package = Path(toolpin.__file__).parent
     for path in sorted(package.rglob("*")):
         if path.suffix in (".py", ".html", ".atom", ".css", ".js") and path.is_file():
             digest.update(str(path.relative_to(package)).encode() + b"\0")
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
+
+
+def _inputs_digest(view: LogView, base_url: str, now: dt.datetime, code: str) -> str:
+    """Everything the output depends on: the signed checkpoint (hence every entry), the
+    last good looks and opt-outs, ``now``, ``base_url``, and toolpin's own code."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for part in (view.checkpoint.note, base_url, now.isoformat(), code):
+        digest.update(part.encode("utf-8") + b"\0")
+    for sid in sorted(view.servers):
+        history = view.servers[sid]
+        digest.update(f"{sid} {history.last_ok} {history.opted_out}\n".encode())
+    return digest.hexdigest()
+
+
+def default_cache(log_dir: Path) -> Path:
+    """Where the CLI keeps a log's cached work: toolpin's data folder, per log directory."""
+    import hashlib
+
+    from toolpin.util.fs import toolpin_home
+
+    tag = hashlib.sha256(str(log_dir.absolute()).encode("utf-8")).hexdigest()[:16]
+    return toolpin_home() / "cache" / f"site-{tag}"
 
 
 def _hook(module: str, name: str) -> Callable[..., Any] | None:
@@ -289,15 +309,20 @@ def build_site(
     base_url: str = "/",
     now: dt.datetime,
     state: Path | None = None,
+    cache: Path | None = None,
 ) -> BuildResult:
-    """Build the site of the log in ``log_dir`` into ``out`` (see the module doc)."""
+    """Build the site of the log in ``log_dir`` into ``out`` (see the module doc).
+
+    ``cache``: a folder (outside ``out``) where each change's work is kept between
+    builds (:mod:`toolpin.site.cache`); ``None``: everything is computed afresh."""
     import shutil
 
     _check_folders(log_dir, out)
     if not base_url.endswith("/"):
         base_url += "/"
     view = read_log(log_dir, vkey, state=state)
-    inputs = _inputs_digest(view, base_url, now)
+    code = code_digest()
+    inputs = _inputs_digest(view, base_url, now, code)
     staging = _staging(out)
     try:
         if staging is None:
@@ -314,7 +339,9 @@ def build_site(
                 )
         else:
             writer = SiteWriter(staging, manifest=False, fresh=True)
-        result = _build(view, vkey, writer, base_url=base_url, now=now, inputs=inputs)
+        result = _build(
+            view, vkey, writer, base_url=base_url, now=now, inputs=inputs, cache=(cache, code)
+        )
         if staging is not None:
             if out.is_dir():
                 out.rmdir()  # empty (checked above); a file put there meanwhile stops us
@@ -334,6 +361,7 @@ def _build(
     base_url: str,
     now: dt.datetime,
     inputs: str,
+    cache: tuple[Path | None, str],
 ) -> BuildResult:
     from toolpin.site import api, feeds
 
@@ -348,7 +376,7 @@ def _build(
             writer.write(f"static/{name}", data.read_bytes())
         writer.text("_headers", HEADERS.format(csp=CSP))
 
-    pages, explained = _all_servers(view, now, writer, env, context, meanwhile=the_log)
+    pages, explained = _all_servers(view, now, writer, env, context, meanwhile=the_log, cache=cache)
     shown = [p for p in pages.values() if not p.history.opted_out]
 
     recent = _recent_changes(pages)
@@ -475,6 +503,39 @@ Explained = dict[int, tuple[int, dict[str, Any]]]
 """``{index: (previous index, explanation)}`` of every change, for the reports."""
 
 
+def _explain_json(value: Any) -> dict[str, Any]:
+    """An explanation as the cache keeps it (lists), back in the reports' form (tuples)."""
+    if not isinstance(value, dict):
+        raise ValueError("not an explanation")
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+
+
+def _change_work(old: Snapshot, new: Snapshot, leaf: str, previous_leaf: str) -> list[Any]:
+    """What a build keeps of one change (see :mod:`toolpin.site.cache`)."""
+    from toolpin.core.drift import compare
+    from toolpin.crawl.report import explain_drift
+
+    drift = compare(old, new)
+    change = view_of(drift)
+    explain = {k: list(v) if isinstance(v, tuple) else v for k, v in explain_drift(drift).items()}
+    return [
+        leaf,
+        previous_leaf,
+        list(change.label_keys),
+        change.rewritten,
+        change.schema_only,
+        change.added,
+        change.removed,
+        explain,
+        str(change_html(change)),
+    ]
+
+
+def _reuse(item: Any, *leaves: str) -> bool:
+    n = len(leaves)
+    return isinstance(item, list) and len(item) > n and item[:n] == list(leaves)
+
+
 def _server_files(
     view: LogView,
     history: ServerHistory,
@@ -482,12 +543,11 @@ def _server_files(
     env: jinja2.Environment,
     writer: SiteWriter,
     context: Mapping[str, Any],
+    cache: WorkCache,
 ) -> tuple[Badge, list[ChangeSummary | None], Explained]:
-    """Every file of one server (page, badge, diff pages, feeds, API history); its badge,
-    change summaries and the reports' explanation of each change (one comparison per
-    change, used by all)."""
-    from toolpin.core.drift import compare
-    from toolpin.crawl.report import explain_drift
+    """Every file of one server (page, badge, diff pages, compare page, feeds, API
+    history); its badge, change summaries and the reports' explanation of each change (one
+    comparison per change, used by all, and kept in ``cache`` for the next build)."""
     from toolpin.site import api, feeds
 
     sid = history.id
@@ -497,33 +557,57 @@ def _server_files(
         writer.text(f"servers/{sid}.html", _render(env, "stub.html", **context, id=sid))
         api.write_server_api(writer, view, page)
         return badge, [None] * len(history.versions), {}
+    kept = cache.get(sid)
+    found: Any = kept.get("changes")
+    kept_changes: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = kept.get("pairs")
+    kept_pairs: dict[str, Any] = found if isinstance(found, dict) else {}
+    work: dict[str, Any] = {"changes": {}, "pairs": {}}
     snapshots: dict[int, Snapshot] = {}
+
+    def snap(version: Version) -> Snapshot:
+        if version.index not in snapshots:
+            snapshots[version.index] = view.snapshot(version)
+        return snapshots[version.index]
+
     entries: list[dict[str, Any]] = []
     summaries: list[ChangeSummary | None] = []
     explained: Explained = {}
-    previous: Snapshot | None = None
     for position, version in enumerate(history.versions):
-        snap = view.snapshot(version)
-        change = None
-        if previous is not None:
-            drift = compare(previous, snap)
-            change = view_of(drift)
-            explained[version.index] = (history.versions[position - 1].index, explain_drift(drift))
-        summaries.append(None if change is None else change.summary())
-        entries.append(
-            {
-                "version": version,
-                "change": change,
-                "body": None if change is None else change_html(change),
-                "window": _window(history, position),
-            }
-        )
-        snapshots[version.index] = snap
-        previous = snap
+        window = _window(history, position)
+        if position == 0:
+            summaries.append(None)
+            entries.append({"version": version, "change": None, "body": None, "window": window})
+            continue
+        before = history.versions[position - 1]
+        item: Any = kept_changes.get(str(version.index))
+        summary = None
+        if _reuse(item, version.leaf_hash, before.leaf_hash):
+            try:
+                summary = ChangeSummary(tuple(map(str, item[2])), *map(int, item[3:7]))
+                explain = _explain_json(item[7])
+                body = Markup(str(item[8]))
+            except (TypeError, ValueError):
+                summary = None
+        if summary is None:
+            item = _change_work(snap(before), snap(version), version.leaf_hash, before.leaf_hash)
+            summary = ChangeSummary(tuple(item[2]), *item[3:7])
+            explain = _explain_json(item[7])
+            body = Markup(item[8])
+        work["changes"][str(version.index)] = item
+        explained[version.index] = (before.index, explain)
+        summaries.append(summary)
+        entries.append({"version": version, "change": summary, "body": body, "window": window})
     writer.write(f"badge/{sid}.svg", svg)
     writer.write(f"badge/{sid}.json", endpoint)
     latest = history.latest
+    current: Any = kept.get("latest")
+    if not (_reuse(current, latest.leaf_hash) and len(current) == 3):
+        snapshot = snap(latest)
+        current = [latest.leaf_hash, _definitions(snapshot), snapshot.instructions]
+    work["latest"] = current
     pairs = _pairs(history)
+    root = site_path(context["base_url"])
     writer.text(
         f"servers/{sid}.html",
         _render(
@@ -533,19 +617,25 @@ def _server_files(
             id=sid,
             history=history,
             latest=latest,
-            history_html=history_items(list(reversed(entries)), site_path(context["base_url"])),
+            history_html=history_items(list(reversed(entries)), root),
             badge=badge,
             pairs=pairs,
-            definitions=_definitions(snapshots[latest.index]),
-            instructions=snapshots[latest.index].instructions,
+            definitions=current[1],
+            instructions=current[2],
             run_command=run_command(latest),
             page="server",
         ),
     )
     by_index = {v.index: v for v in history.versions}
     for a, b in pairs:
+        key = f"{a}-{b}"
+        pair: Any = kept_pairs.get(key)
+        if not (_reuse(pair, by_index[a].leaf_hash, by_index[b].leaf_hash) and len(pair) == 3):
+            body = change_html(change_view(snap(by_index[a]), snap(by_index[b])))
+            pair = [by_index[a].leaf_hash, by_index[b].leaf_hash, str(body)]
+        work["pairs"][key] = pair
         writer.text(
-            f"servers/{sid}/diff/{a}-{b}.html",
+            f"servers/{sid}/diff/{key}.html",
             _render(
                 env,
                 "diff.html",
@@ -554,7 +644,7 @@ def _server_files(
                 latest=latest,
                 a=by_index[a],
                 b=by_index[b],
-                body=change_html(change_view(snapshots[a], snapshots[b])),
+                body=Markup(str(pair[2])),
                 page="diff",
             ),
         )
@@ -565,12 +655,13 @@ def _server_files(
                 env,
                 "compare.html",
                 **context,
-                **_compare_context(history, pairs, site_path(context["base_url"])),
+                **_compare_context(history, pairs, root),
                 id=sid,
                 latest=latest,
                 page="compare",
             ),
         )
+    cache.put(sid, work)
     page.changes = list(zip(history.versions, summaries, strict=True))
     feeds.write_server_feed(env, writer, view.checkpoint.origin, page, context["base_url"])
     api.write_server_api(writer, view, page)
@@ -596,6 +687,7 @@ def _run(
     now: dt.datetime,
     context: Mapping[str, Any],
     levels: list[list[bytes]],
+    cache: tuple[Path | None, str],
 ) -> list[_Done]:
     kind, part = task
     if kind == "proofs":
@@ -604,16 +696,29 @@ def _run(
     if kind == "blobs":
         _blobs(view, writer, part)
         return []
-    return [
-        (sid, *_server_files(view, view.servers[sid], now, env, writer, context)) for sid in part
+    work = WorkCache(*cache)
+    done = [
+        (sid, *_server_files(view, view.servers[sid], now, env, writer, context, work))
+        for sid in part
     ]
+    work.flush()
+    return done
 
 
 def _task(task: _Task) -> tuple[list[_Done], dict[str, tuple[int, int]], int, int]:
     """One task in a forked worker (its own writer; the accounting goes back)."""
     job = _JOB
     writer = SiteWriter(job["root"], manifest=False, fresh=job["fresh"])
-    done = _run(task, job["view"], writer, job["env"], job["now"], job["context"], job["levels"])
+    done = _run(
+        task,
+        job["view"],
+        writer,
+        job["env"],
+        job["now"],
+        job["context"],
+        job["levels"],
+        job["cache"],
+    )
     return done, writer.stats, writer.written, writer.unchanged
 
 
@@ -635,6 +740,7 @@ def _all_servers(
     context: Mapping[str, Any],
     *,
     meanwhile: Callable[[], None],
+    cache: tuple[Path | None, str],
 ) -> tuple[dict[str, ServerPage], Explained]:
     """Every server's files, every proof and blob, in worker processes when the log is
     large and cores allow (``meanwhile`` runs in this process while they work)."""
@@ -651,14 +757,22 @@ def _all_servers(
             ("blobs", refs),
         ]
         for task in tasks:
-            results.extend(_run(task, view, writer, env, now, context, levels))
+            results.extend(_run(task, view, writer, env, now, context, levels, cache))
     else:
         import multiprocessing
 
         for name in ("server.html", "diff.html", "stub.html", "compare.html", "feed.atom"):
             env.get_template(name)  # compiled once, before the workers fork
-        size = -(-len(sids) // (workers * 8))
-        tasks = [("servers", sids[i : i + size]) for i in range(0, len(sids), size)]
+        # Whole cache shards per task (no two processes write one shard file).
+        shards: dict[str, list[str]] = {}
+        for sid in sids:
+            shards.setdefault(shard_of(sid), []).append(sid)
+        groups = [shards[k] for k in sorted(shards)]
+        size = -(-len(groups) // (workers * 8))
+        tasks = [
+            ("servers", [sid for group in groups[i : i + size] for sid in group])
+            for i in range(0, len(groups), size)
+        ]
         step = 5000
         tasks.extend(
             ("proofs", range(i, min(i + step, view.checkpoint.size)))
@@ -673,6 +787,7 @@ def _all_servers(
             env=env,
             context=context,
             levels=levels,
+            cache=cache,
         )
         try:
             with multiprocessing.get_context("fork").Pool(workers) as pool:
