@@ -2,13 +2,18 @@
 
 Usage (from the repository root)::
 
-    PYTHONPATH=src python bench/bench_site.py [--servers 20000] [--entries 100000] [--dir DIR]
+    PYTHONPATH=src python bench/bench_site.py [--servers 20000] [--entries 100000]
+        [--new 1000] [--dir DIR]
 
 The log is written with the crawler's own record code (one entry per new or changed
 surface, definitions in blobs): every server is first recorded once, then the remaining
-entries are changes of randomly chosen servers (seeded, so runs compare). Baseline, in the
-same run: ``verify_log`` of the same log, which every build must do first. Prints figures
-only; asserts nothing. The work folder is removed at the end unless --dir is given.
+entries are changes of randomly chosen servers (seeded, so runs compare). Measured: a full
+build into an empty folder with an empty cache, an unchanged rebuild, then ``--new`` more
+entries are appended and the site is built again (incremental, with the cache the first
+build kept), and the grown log is built into an empty folder with the cache and without.
+Baseline, in the same run: ``verify_log`` of the same log, which every build must do
+first. Prints figures only; asserts nothing. The work folder is removed at the end unless
+--dir is given.
 """
 
 from __future__ import annotations
@@ -63,90 +68,123 @@ def _stamp(day: int, server: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", base)
 
 
-def write_log(path: Path, servers: int, entries: int, signer: Signer) -> None:
-    rng = random.Random(12)
-    log = TileLog.open(path)
-    blobs = BlobStore(path)
-    versions = [0] * servers
-    last: dict[int, int] = {}
-    looked: dict[int, str] = {}
-    plan = list(range(servers)) + [rng.randrange(servers) for _ in range(entries - servers)]
-    days = sorted(rng.randrange(180) for _ in plan)
-    batch: list[bytes] = []
-    for n, (server, day) in enumerate(zip(plan, days, strict=True)):
-        version = versions[server]
-        versions[server] += 1
-        name = f"io.github.example/server-{server}"
-        cand = Candidate(
-            id=crawl_id("registry", name),
-            name=name,
-            source="registry",
-            transport="stdio",
-            package=PackageCoords("npm", f"@example/mcp-{server}", f"1.{version}.0"),
-        )
-        snap = Snapshot.of_listings(
-            {Kind.TOOL: Listing.parse(Kind.TOOL, _tools(server, version))},
-            instructions=None,
-            instructions_known=True,
-        )
-        at = _stamp(day, server)
-        obs = Observation(
-            snapshot=snap, era="handshake", protocol_version="2025-11-25", observed_at=at
-        )
-        ref = blobs.put(definitions_blob(snap))
-        record = observation_record(
-            cand, obs, previous=last.get(server), blob=ref, last_good_look=looked.get(server)
-        )
-        last[server] = n
-        looked[server] = at
-        batch.append(encode_entry(record))
-        if len(batch) == 5000:
-            log.append(batch, signer)
-            batch = []
-    if batch:
-        log.append(batch, signer)
+class BenchLog:
+    """The bench's log, written in stages (the plan of every entry is fixed up front)."""
+
+    def __init__(self, path: Path, servers: int, entries: int, signer: Signer) -> None:
+        rng = random.Random(12)
+        self.path, self.signer = path, signer
+        self.log = TileLog.open(path)
+        self.blobs = BlobStore(path)
+        self.versions = [0] * servers
+        self.last: dict[int, int] = {}
+        self.looked: dict[int, str] = {}
+        self.plan = list(range(servers)) + [
+            rng.randrange(servers) for _ in range(entries - servers)
+        ]
+        self.days = sorted(rng.randrange(180) for _ in self.plan)
+        self.done = self.log.size
+
+    def write(self, upto: int) -> None:
+        """Append the planned entries up to ``upto`` (in batches of 5,000, each signed)."""
+        batch: list[bytes] = []
+        for n in range(self.done, upto):
+            server, day = self.plan[n], self.days[n]
+            version = self.versions[server]
+            self.versions[server] += 1
+            name = f"io.github.example/server-{server}"
+            cand = Candidate(
+                id=crawl_id("registry", name),
+                name=name,
+                source="registry",
+                transport="stdio",
+                package=PackageCoords("npm", f"@example/mcp-{server}", f"1.{version}.0"),
+            )
+            snap = Snapshot.of_listings(
+                {Kind.TOOL: Listing.parse(Kind.TOOL, _tools(server, version))},
+                instructions=None,
+                instructions_known=True,
+            )
+            at = _stamp(day, server)
+            obs = Observation(
+                snapshot=snap, era="handshake", protocol_version="2025-11-25", observed_at=at
+            )
+            ref = self.blobs.put(definitions_blob(snap))
+            record = observation_record(
+                cand,
+                obs,
+                previous=self.last.get(server),
+                blob=ref,
+                previous_look=self.looked.get(server),
+                change="new" if server not in self.last else "definitions",
+            )
+            self.last[server] = n
+            self.looked[server] = at
+            batch.append(encode_entry(record))
+            if len(batch) == 5000:
+                self.log.append(batch, self.signer)
+                batch = []
+        if batch:
+            self.log.append(batch, self.signer)
+        self.done = upto
+
+
+def _timed(label: str, build: Any, baseline: float) -> Any:
+    started = time.perf_counter()
+    result = build()
+    took = time.perf_counter() - started
+    print(
+        f"{label}: {took:.1f} s ({took / baseline:.1f}x verify_log), {result.files:,} files, "
+        f"{result.written:,} written, {result.unchanged:,} unchanged, {result.removed} removed"
+    )
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", type=int, default=20_000)
     parser.add_argument("--entries", type=int, default=100_000)
-    parser.add_argument("--dir", default=None)
+    parser.add_argument(
+        "--new", type=int, default=1000, help="entries appended before the incremental build"
+    )
+    parser.add_argument("--dir", default=None, help="a new folder to work in (kept)")
     args = parser.parse_args()
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-site-"))
     signer = Signer.from_seed("bench.example/log", b"\x07" * 32)
     try:
         log_dir = work / "log"
-        if not (log_dir / "checkpoint").exists():
-            started = time.perf_counter()
-            write_log(log_dir, args.servers, args.entries, signer)
-            print(
-                f"wrote the log: {args.entries:,} entries, {args.servers:,} servers "
-                f"in {time.perf_counter() - started:.1f} s (setup, not measured)"
-            )
+        if (log_dir / "checkpoint").exists():
+            raise SystemExit(f"{log_dir} exists: give a new --dir (the log is written in stages)")
+        first = args.entries - args.new
+        started = time.perf_counter()
+        log = BenchLog(log_dir, args.servers, args.entries, signer)
+        log.write(first)
+        print(
+            f"wrote the log: {first:,} entries, {args.servers:,} servers "
+            f"in {time.perf_counter() - started:.1f} s (setup, not measured)"
+        )
         started = time.perf_counter()
         result = verify_log(log_dir, signer.verifier)
         baseline = time.perf_counter() - started
         assert result.ok, result.reason
         print(f"baseline verify_log: {baseline:.1f} s")
-        out = work / "out"
-        shutil.rmtree(out, ignore_errors=True)
+        out, cache = work / "out", work / "cache"
         now = parse_now(NOW)
-        started = time.perf_counter()
-        first = build_site(log_dir, signer.verifier, out, now=now)
-        full = time.perf_counter() - started
-        print(
-            f"full build: {full:.1f} s ({full / baseline:.1f}x verify_log), "
-            f"{first.files:,} files, {first.written:,} written"
-        )
-        started = time.perf_counter()
-        again = build_site(log_dir, signer.verifier, out, now=now)
-        rebuild = time.perf_counter() - started
-        print(
-            f"unchanged rebuild: {rebuild:.1f} s ({rebuild / baseline:.1f}x verify_log), "
-            f"{again.written} files written, {again.removed} removed, "
-            f"{again.unchanged:,} unchanged"
-        )
+
+        def build(folder: Path = out) -> Any:
+            return build_site(log_dir, signer.verifier, folder, now=now, cache=cache)
+
+        _timed("full build (empty folder, empty cache)", build, baseline)
+        _timed("unchanged rebuild", build, baseline)
+        log.write(args.entries)
+        print(f"appended {args.new:,} entries (now {args.entries:,})")
+        _timed("incremental build (the grown log, cache kept)", build, baseline)
+        _timed("unchanged rebuild", build, baseline)
+        shutil.rmtree(out)
+        _timed("full build of the grown log (empty folder, cache kept)", build, baseline)
+        shutil.rmtree(cache)
+        shutil.rmtree(out)
+        _timed("full build of the grown log (empty folder, empty cache)", build, baseline)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"peak memory: {peak:.0f} MiB")
     finally:

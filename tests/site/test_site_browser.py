@@ -74,6 +74,15 @@ def _wait_verdict(page: Any) -> str:
     raise AssertionError("the in-browser verification gave no verdict within 20 s")
 
 
+def _wait_pair(page: Any, pair: str) -> None:
+    """Wait for the compare page's script to show ``pair``."""
+    for _ in range(100):
+        if page.get_attribute("#pair", "data-shown") == pair:
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError(f"the compare page did not show {pair} within 5 s")
+
+
 def _pages(site: dict[str, Any]) -> list[str]:
     ids = site["ids"]
     pages = [
@@ -82,6 +91,7 @@ def _pages(site: dict[str, Any]) -> list[str]:
         "servers/changed.html",
         "servers/stale.html",
         *(f"servers/{ids[k]}.html" for k in ("stable", "changed", "new", "optout")),
+        f"servers/{ids['changed']}/compare.html",
     ]
     optional = ("install/index.html", "reports/index.html")
     pages.extend(rel for rel in optional if (site["out"] / rel).is_file())
@@ -334,10 +344,14 @@ def test_a_hostile_corpus_changes_no_dom_structure_and_runs_no_script(
                 "servers/index.html",
                 f"servers/{sid}.html",
                 f"servers/{sid}/diff/0-2.html",
+                f"servers/{sid}/compare.html",
             ):
                 page = tab.open(url + rel)
                 if page.query_selector("#verify-status"):
                     assert "verified against checkpoint 3" in _wait_verdict(page)
+                if page.query_selector("#pair"):
+                    page.select_option("#from", "0")
+                    _wait_pair(page, "0-2")  # the script's view of the pair, in the shape
                 shapes[kind][rel.replace(sid, "ID")] = _shape(page)
                 assert page.evaluate("typeof window.__pwned") == "undefined"
                 if kind == "hostile" and rel == f"servers/{sid}.html":

@@ -50,7 +50,7 @@ def site_cmd(
     """Build the static site (pages, badges, feeds, API, proofs and the log) from a log
     that verifies; refuses one that does not (exit 1)."""
     from toolpin.cli.log import _verifier
-    from toolpin.site.build import build_site, parse_now
+    from toolpin.site.build import build_site, default_cache, parse_now
 
     verifier = _verifier(vkey)
     log_path = Path(log_dir)
@@ -60,7 +60,13 @@ def site_cmd(
         default = log_path.resolve().parent / "crawl-state.sqlite"
         state = default if default.is_file() else None
     result = build_site(
-        log_path, verifier, Path(out_dir), base_url=base_url, now=parse_now(now), state=state
+        log_path,
+        verifier,
+        Path(out_dir),
+        base_url=base_url,
+        now=parse_now(now),
+        state=state,
+        cache=default_cache(log_path),
     )
     summary = {
         "checkpoint": result.checkpoint_size,

@@ -56,6 +56,7 @@ __all__ = [
     "ExplainCache",
     "LogView",
     "ReportError",
+    "explain_drift",
     "load_view",
     "monthly_report",
     "parse_duration",
@@ -239,7 +240,12 @@ def _snapshot(blobs: Any, ref: str, index: int, surface: str) -> Snapshot:
 
 
 def _explain(old: Snapshot, new: Snapshot) -> dict[str, Any]:
-    drift: Drift = compare(old, new)
+    return explain_drift(compare(old, new))
+
+
+def explain_drift(drift: Drift) -> dict[str, Any]:
+    """What a report says of one change: tool names added, removed and changed, the
+    schema-only count, other changes and the label keys (from :func:`compare`'s drift)."""
     tools = [c for c in drift.changes if c.kind is Kind.TOOL]
     changed = [c for c in tools if c.status == CHANGED]
     labels: set[str] = set()
@@ -362,13 +368,20 @@ def load_view(
     since_note: str | None = None,
     as_of_note: str | None = None,
     cache: Path | None = None,
+    known: Mapping[int, tuple[int, Mapping[str, Any]]] | None = None,
+    audited: Any = None,
 ) -> LogView:
     """Audit the log and read every observation up to its signed checkpoint.
 
     ``since_note``: a kept checkpoint the log must be consistent with. ``as_of_note``: read
     the log only up to this (older, signed) checkpoint, after checking the log extends it.
     ``cache``: a file of earlier explanations (:class:`ExplainCache`), so that a rebuild
-    explains only new entries. Raises :class:`ReportError` (exit 1: the log is bad) or
+    explains only new entries. ``known``: explanations the caller already made of these
+    entries (``{index: (previous index, explain_drift(...))}``), used when the previous entry
+    is the same. ``audited``: the
+    :class:`~toolpin.publog.checkpoint.Checkpoint` the caller's own full audit of this log
+    just verified (not with ``since_note`` or ``as_of_note``): the audit is not repeated, and
+    the entries up to it are read. Raises :class:`ReportError` (exit 1: the log is bad) or
     :class:`InputError` (exit 2).
     """
     from toolpin.publog.blobs import BlobStore
@@ -380,15 +393,20 @@ def load_view(
 
     root = Path(log_dir)
     kept = since_note if as_of_note is None else as_of_note
-    result = verify_log(root, verifier, kept)
-    if result.exit_code == 2:
-        raise InputError(result.reason)
-    if not result.ok or result.checkpoint is None:
-        raise ReportError(f"the log does not verify: {result.reason}")
+    if audited is not None and kept is None:
+        checkpoint = audited
+    else:
+        result = verify_log(root, verifier, kept)
+        if result.exit_code == 2:
+            raise InputError(result.reason)
+        if not result.ok or result.checkpoint is None:
+            raise ReportError(f"the log does not verify: {result.reason}")
+        checkpoint = result.checkpoint
     log = TileLog.open(root, verifier)
     note = log.checkpoint_note
     assert note is not None
-    checkpoint = result.checkpoint
+    if audited is not None and kept is None and log.checkpoint != audited:
+        raise ReportError("the log changed while it was being read; build again")
     if as_of_note is not None:
         try:
             checkpoint = open_checkpoint(as_of_note, verifier)
@@ -415,7 +433,11 @@ def load_view(
         snapshot: Snapshot | None = None
         if before is not None:
             key = _b64(leaf)
-            hit = explained.get(index, key, before[0]) if explained is not None else None
+            hit = None
+            if known is not None and index in known and known[index][0] == before[0]:
+                hit = dict(known[index][1])
+            if hit is None and explained is not None:
+                hit = explained.get(index, key, before[0])
             if hit is None:
                 if before[5] is None:
                     before[5] = _snapshot(blobs, before[1], before[0], before[2])

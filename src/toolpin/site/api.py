@@ -35,7 +35,7 @@ WINDOWS: Final = {
     "30d": dt.timedelta(days=30),
 }
 
-__all__ = ["API", "SCHEMAS", "write_api"]
+__all__ = ["API", "SCHEMAS", "server_row", "write_api", "write_server_api"]
 
 
 def _dump(value: Any) -> str:
@@ -73,10 +73,85 @@ def _entry_bundle(index: int, size: int) -> str:
     return entries_path(bundle) if bundle < full else entries_path(bundle, size % TILE_WIDTH)
 
 
+def server_row(page: ServerPage) -> dict[str, Any]:
+    """One server's row of ``servers.json``."""
+    history = page.history
+    sid = page.id
+    if history.opted_out:
+        return {"id": sid, "optedOut": True}
+    latest = history.latest
+    return {
+        "id": sid,
+        "optedOut": False,
+        "source": latest.source,
+        "transport": latest.transport,
+        "firstSeen": history.first.observed_at,
+        "lastChange": latest.observed_at,
+        "lastGoodLook": history.last_ok,
+        "versions": len(history.versions),
+        "tools": latest.tools,
+        "surface": latest.surface,
+        "badge": {"state": page.badge.state, "message": page.badge.message},
+        "history": f"{API}/servers/{sid}.json",
+        "page": f"servers/{sid}.html",
+        "untrusted": _untrusted(history),
+    }
+
+
+def write_server_api(writer: SiteWriter, view: LogView, page: ServerPage) -> None:
+    """``servers/<id>.json``: one server's history (written with the server's page)."""
+    cp = view.checkpoint
+    history = page.history
+    sid = page.id
+    if history.opted_out:
+        writer.text(
+            f"{API}/servers/{sid}.json",
+            _dump({"id": sid, "optedOut": True, "checkpoint": _checkpoint(view)}),
+        )
+        return
+    versions = []
+    for position, (version, change) in enumerate(page.changes):
+        after = None
+        if position > 0:
+            after = version.last_good_look or history.versions[position - 1].observed_at
+        versions.append(
+            {
+                "index": version.index,
+                "leafHash": version.leaf_hash,
+                "observedAt": version.observed_at,
+                "window": {
+                    "after": after,
+                    "afterKnown": position == 0 or version.last_good_look is not None,
+                    "seen": version.observed_at,
+                },
+                "surface": version.surface,
+                "digests": dict(sorted(version.digests.items())),
+                "counts": dict(sorted(version.counts.items())),
+                "labels": list(change.label_keys) if change is not None else [],
+                "first": change is None,
+                "proof": f"proof/{version.index}.tlog-proof",
+                "bundle": _entry_bundle(version.index, cp.size),
+                "blob": version.blob,
+            }
+        )
+    writer.text(
+        f"{API}/servers/{sid}.json",
+        _dump(
+            {
+                "id": sid,
+                "optedOut": False,
+                "checkpoint": _checkpoint(view),
+                "versions": versions,
+                "untrusted": _untrusted(history),
+            }
+        ),
+    )
+
+
 def write_api(
     writer: SiteWriter, view: LogView, pages: Mapping[str, ServerPage], now: dt.datetime
 ) -> None:
-    """Every file of ``api/v1``."""
+    """Every file of ``api/v1`` but the servers' own (:func:`write_server_api`)."""
     cp = view.checkpoint
     writer.text(
         f"{API}/log.json",
@@ -88,73 +163,7 @@ def write_api(
             }
         ),
     )
-    servers = []
-    for sid in sorted(pages):
-        page = pages[sid]
-        history = page.history
-        if history.opted_out:
-            servers.append({"id": sid, "optedOut": True})
-            writer.text(
-                f"{API}/servers/{sid}.json",
-                _dump({"id": sid, "optedOut": True, "checkpoint": _checkpoint(view)}),
-            )
-            continue
-        latest = history.latest
-        servers.append(
-            {
-                "id": sid,
-                "optedOut": False,
-                "source": latest.source,
-                "transport": latest.transport,
-                "firstSeen": history.first.observed_at,
-                "lastChange": latest.observed_at,
-                "lastGoodLook": history.last_ok,
-                "versions": len(history.versions),
-                "tools": latest.tools,
-                "surface": latest.surface,
-                "badge": {"state": page.badge.state, "message": page.badge.message},
-                "history": f"{API}/servers/{sid}.json",
-                "page": f"servers/{sid}.html",
-                "untrusted": _untrusted(history),
-            }
-        )
-        versions = []
-        for position, (version, change) in enumerate(page.changes):
-            after = None
-            if position > 0:
-                after = version.last_good_look or history.versions[position - 1].observed_at
-            versions.append(
-                {
-                    "index": version.index,
-                    "leafHash": version.leaf_hash,
-                    "observedAt": version.observed_at,
-                    "window": {
-                        "after": after,
-                        "afterKnown": position == 0 or version.last_good_look is not None,
-                        "seen": version.observed_at,
-                    },
-                    "surface": version.surface,
-                    "digests": dict(sorted(version.digests.items())),
-                    "counts": dict(sorted(version.counts.items())),
-                    "labels": list(change.label_keys) if change is not None else [],
-                    "first": change is None,
-                    "proof": f"proof/{version.index}.tlog-proof",
-                    "bundle": _entry_bundle(version.index, cp.size),
-                    "blob": version.blob,
-                }
-            )
-        writer.text(
-            f"{API}/servers/{sid}.json",
-            _dump(
-                {
-                    "id": sid,
-                    "optedOut": False,
-                    "checkpoint": _checkpoint(view),
-                    "versions": versions,
-                    "untrusted": _untrusted(history),
-                }
-            ),
-        )
+    servers = [server_row(pages[sid]) for sid in sorted(pages)]
     writer.text(f"{API}/servers.json", _dump({"checkpoint": _checkpoint(view), "servers": servers}))
     windows: dict[str, Any] = {}
     for key, span in WINDOWS.items():

@@ -12,24 +12,28 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import importlib.resources
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import jinja2
+from markupsafe import Markup
 
 from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, badge_for
-from toolpin.site.changes import ChangeSummary, change_view
+from toolpin.site.cache import WorkCache, shard_of
+from toolpin.site.changes import ChangeSummary, change_html, change_view, view_of
+from toolpin.site.fragments import compare_rows, history_items, version_options
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
 from toolpin.site.output import SiteWriter
-from toolpin.site.render import CSP, environment
+from toolpin.site.render import CSP, environment, site_path
 
-STATIC_FILES: Final = ("site.css", "verify.js", "filter.js")
-PAIR_VERSIONS: Final = 5
+STATIC_FILES: Final = ("site.css", "verify.js", "filter.js", "compare.js")
+PAIR_VERSIONS: Final = 3
 """Diff pages between each of a server's latest this-many versions and the current one
 (every version is also compared with the next one, on the server page)."""
 RECENT_CHANGES: Final = 50
@@ -100,15 +104,22 @@ def _window(history: ServerHistory, position: int) -> dict[str, Any]:
     return {"after": after, "seen": seen, "gap": gap, "known": known}
 
 
-def _proofs(view: LogView, writer: SiteWriter) -> None:
-    """``proof/<index>.tlog-proof`` for every entry, against the built checkpoint."""
-    from toolpin.publog.merkle import inclusion_proof, node_hash
-    from toolpin.publog.proof import TlogProof
+def _proof_levels(view: LogView) -> list[list[bytes]]:
+    """Every level of the tree at the built checkpoint (level 0: the leaves)."""
+    from toolpin.publog.merkle import node_hash
 
     levels = [list(view.leaf_hashes)]
     while len(levels[-1]) > 1:
         below = levels[-1]
         levels.append([node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)])
+    return levels
+
+
+def _proofs(view: LogView, writer: SiteWriter, levels: list[list[bytes]], part: range) -> None:
+    """``proof/<index>.tlog-proof`` for the entries in ``part``, against the built
+    checkpoint."""
+    from toolpin.publog.merkle import inclusion_proof
+    from toolpin.publog.proof import TlogProof
 
     class _Memory:
         def node(self, level: int, index: int) -> bytes:
@@ -116,14 +127,33 @@ def _proofs(view: LogView, writer: SiteWriter) -> None:
 
     size = view.checkpoint.size
     source = _Memory()
-    for index in range(size):
+    note = view.checkpoint.note
+    for index in part:
         path = inclusion_proof(source, index, size)
-        text = TlogProof(index, tuple(path), view.checkpoint.note).to_text()
-        writer.text(f"proof/{index}.tlog-proof", text)
+        writer.text(f"proof/{index}.tlog-proof", TlogProof(index, tuple(path), note).to_text())
+
+
+def _blob_refs(view: LogView) -> list[str]:
+    return sorted({v.blob for _, v in view.versions() if v.blob is not None})
+
+
+def _blobs(view: LogView, writer: SiteWriter, refs: list[str]) -> None:
+    """``blob/sha256/<hex>``: each version's definitions, checked against their digest
+    (hard-linked from the log into a new site when the file system allows)."""
+    from toolpin.publog.blobs import BlobStore
+
+    blobs = BlobStore(view.log_dir)
+    for ref in refs:
+        rel = "blob/sha256/" + ref.removeprefix("sha256:")
+        if writer.fresh:
+            writer.link(rel, blobs.path(ref), ref)
+        else:
+            writer.write(rel, blobs.get(ref))
 
 
 def _copy_log(view: LogView, writer: SiteWriter) -> None:
-    """The log beside the site: checkpoint, tiles, entry bundles and blobs (C2SP paths)."""
+    """The log beside the site: checkpoint, tiles and entry bundles (C2SP paths; the
+    blobs are :func:`_blobs`')."""
     from toolpin.publog.tiles import (
         TILE_WIDTH,
         entries_path,
@@ -146,12 +176,6 @@ def _copy_log(view: LogView, writer: SiteWriter) -> None:
         except OSError as exc:
             raise InputError(f"{rel} cannot be read ({exc.strerror})") from None
         writer.write(rel, data)
-    from toolpin.publog.blobs import BlobStore
-
-    blobs = BlobStore(root)
-    refs = sorted({v.blob for _, v in view.versions() if v.blob is not None})
-    for ref in refs:
-        writer.write("blob/sha256/" + ref.removeprefix("sha256:"), blobs.get(ref))
 
 
 HEADERS: Final = """\
@@ -207,26 +231,44 @@ HEADERS: Final = """\
 """
 
 
-def _inputs_digest(view: LogView, base_url: str, now: dt.datetime) -> str:
-    """Everything the output depends on: the signed checkpoint (hence every entry), the
-    last good looks and opt-outs, ``now``, ``base_url``, and toolpin's own code and
-    templates (so an upgrade rebuilds)."""
+def code_digest() -> str:
+    """toolpin's version and a digest of its own code and templates (an upgrade rebuilds
+    everything and uses no cached work)."""
     import hashlib
 
     import toolpin
 
-    digest = hashlib.sha256()
-    for part in (view.checkpoint.note, base_url, now.isoformat(), toolpin.__version__):
-        digest.update(part.encode("utf-8") + b"\0")
-    for sid in sorted(view.servers):
-        history = view.servers[sid]
-        digest.update(f"{sid} {history.last_ok} {history.opted_out}\n".encode())
+    digest = hashlib.sha256(toolpin.__version__.encode("utf-8") + b"\0")
     package = Path(toolpin.__file__).parent
     for path in sorted(package.rglob("*")):
         if path.suffix in (".py", ".html", ".atom", ".css", ".js") and path.is_file():
             digest.update(str(path.relative_to(package)).encode() + b"\0")
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
+
+
+def _inputs_digest(view: LogView, base_url: str, now: dt.datetime, code: str) -> str:
+    """Everything the output depends on: the signed checkpoint (hence every entry), the
+    last good looks and opt-outs, ``now``, ``base_url``, and toolpin's own code."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for part in (view.checkpoint.note, base_url, now.isoformat(), code):
+        digest.update(part.encode("utf-8") + b"\0")
+    for sid in sorted(view.servers):
+        history = view.servers[sid]
+        digest.update(f"{sid} {history.last_ok} {history.opted_out}\n".encode())
+    return digest.hexdigest()
+
+
+def default_cache(log_dir: Path) -> Path:
+    """Where the CLI keeps a log's cached work: toolpin's data folder, per log directory."""
+    import hashlib
+
+    from toolpin.util.fs import toolpin_home
+
+    tag = hashlib.sha256(str(log_dir.absolute()).encode("utf-8")).hexdigest()[:16]
+    return toolpin_home() / "cache" / f"site-{tag}"
 
 
 def _hook(module: str, name: str) -> Callable[..., Any] | None:
@@ -245,6 +287,20 @@ def _render(env: jinja2.Environment, name: str, **context: Any) -> str:
     return env.get_template(name).render(**context)
 
 
+def _staging(out: Path) -> Path | None:
+    """A new folder beside ``out`` to build into when ``out`` is absent or empty (renamed
+    into place when the build is done, so ``out`` never holds half a site); ``None`` when
+    ``out`` holds files (then they are compared and replaced one by one)."""
+    import tempfile
+
+    if out.is_dir() and any(out.iterdir()):
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".building", dir=out.parent))
+    staging.chmod(0o755)
+    return staging
+
+
 def build_site(
     log_dir: Path,
     vkey: Verifier,
@@ -253,38 +309,75 @@ def build_site(
     base_url: str = "/",
     now: dt.datetime,
     state: Path | None = None,
+    cache: Path | None = None,
 ) -> BuildResult:
-    """Build the site of the log in ``log_dir`` into ``out`` (see the module doc)."""
-    from toolpin.site import api, feeds
+    """Build the site of the log in ``log_dir`` into ``out`` (see the module doc).
+
+    ``cache``: a folder (outside ``out``) where each change's work is kept between
+    builds (:mod:`toolpin.site.cache`); ``None``: everything is computed afresh."""
+    import shutil
 
     _check_folders(log_dir, out)
     if not base_url.endswith("/"):
         base_url += "/"
     view = read_log(log_dir, vkey, state=state)
-    out.mkdir(parents=True, exist_ok=True)
-    writer = SiteWriter(out)
-    inputs = _inputs_digest(view, base_url, now)
-    if writer.up_to_date(inputs):
-        return BuildResult(
-            checkpoint_size=view.checkpoint.size,
-            servers=sum(1 for h in view.servers.values() if not h.opted_out),
-            opted_out=sum(1 for h in view.servers.values() if h.opted_out),
-            files=len(writer.paths),
-            written=0,
-            unchanged=writer.unchanged,
-            removed=0,
+    code = code_digest()
+    inputs = _inputs_digest(view, base_url, now, code)
+    staging = _staging(out)
+    try:
+        if staging is None:
+            writer = SiteWriter(out)
+            if writer.up_to_date(inputs):
+                return BuildResult(
+                    checkpoint_size=view.checkpoint.size,
+                    servers=sum(1 for h in view.servers.values() if not h.opted_out),
+                    opted_out=sum(1 for h in view.servers.values() if h.opted_out),
+                    files=len(writer.stats),
+                    written=0,
+                    unchanged=writer.unchanged,
+                    removed=0,
+                )
+        else:
+            writer = SiteWriter(staging, manifest=False, fresh=True)
+        result = _build(
+            view, vkey, writer, base_url=base_url, now=now, inputs=inputs, cache=(cache, code)
         )
+        if staging is not None:
+            if out.is_dir():
+                out.rmdir()  # empty (checked above); a file put there meanwhile stops us
+            staging.rename(out)
+            staging = None
+        return result
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _build(
+    view: LogView,
+    vkey: Verifier,
+    writer: SiteWriter,
+    *,
+    base_url: str,
+    now: dt.datetime,
+    inputs: str,
+    cache: tuple[Path | None, str],
+) -> BuildResult:
+    from toolpin.site import api, feeds
+
+    root = writer.root
     env = environment()
     context: dict[str, Any] = {"checkpoint": view.checkpoint, "base_url": base_url}
-    pages = _all_servers(view, now, writer, context)
-    shown = [p for p in pages.values() if not p.history.opted_out]
 
-    _copy_log(view, writer)
-    _proofs(view, writer)
-    for name in STATIC_FILES:
-        data = importlib.resources.files("toolpin.site").joinpath("static", name).read_bytes()
-        writer.write(f"static/{name}", data)
-    writer.text("_headers", HEADERS.format(csp=CSP))
+    def the_log() -> None:  # while the servers are built (in other processes when many)
+        _copy_log(view, writer)
+        for name in STATIC_FILES:
+            data = importlib.resources.files("toolpin.site").joinpath("static", name)
+            writer.write(f"static/{name}", data.read_bytes())
+        writer.text("_headers", HEADERS.format(csp=CSP))
+
+    pages, explained = _all_servers(view, now, writer, env, context, meanwhile=the_log, cache=cache)
+    shown = [p for p in pages.values() if not p.history.opted_out]
 
     recent = _recent_changes(pages)
     counts = _counts(view, pages, now)
@@ -328,30 +421,26 @@ def build_site(
     hooked: list[Path] = []
     fresh: list[Path] = []  # the hooks' files written this time (the rest were unchanged)
     if install is not None:
-        hooked.extend(install(env, out, hook_context, on_write=fresh.append))
+        hooked.extend(install(env, root, hook_context, on_write=fresh.append))
     reports = _hook("toolpin.site.reports", "write_report_pages")
     if reports is not None:
-        # The reports read the log through their own verified view; their cache of
-        # explained changes lives outside the published folder, per log.
-        import hashlib
-
-        from toolpin.util.fs import toolpin_home
-
-        tag = hashlib.sha256(str(Path(log_dir).absolute()).encode()).hexdigest()[:16]
+        # The reports read the log through their own view, with the explanations of every
+        # change made here and the audit done here (neither is repeated).
         hook_context["verifier"] = vkey
         hook_context["now"] = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        hook_context["report_cache"] = toolpin_home() / "cache" / f"reports-{tag}.json"
-        hooked.extend(reports(env, out, hook_context, view.log_dir, on_write=fresh.append))
+        hook_context["report_known"] = explained
+        hook_context["audited"] = view.audited
+        hooked.extend(reports(env, root, hook_context, view.log_dir, on_write=fresh.append))
     # Their files belong to this build too (kept, or removed when no longer written).
-    rels = {Path(p).relative_to(out).as_posix() for p in hooked} - writer.paths
-    written = len(rels & {Path(p).relative_to(out).as_posix() for p in fresh})
-    writer.merge(rels, written, len(rels) - written)
+    rels = {Path(p).relative_to(root).as_posix() for p in hooked} - writer.stats.keys()
+    written = len(rels & {Path(p).relative_to(root).as_posix() for p in fresh})
+    writer.adopt(sorted(rels), written, len(rels) - written)
     removed = writer.finish(inputs)
     return BuildResult(
         checkpoint_size=view.checkpoint.size,
         servers=len(shown),
         opted_out=len(pages) - len(shown),
-        files=len(writer.paths),
+        files=len(writer.stats),
         written=writer.written,
         unchanged=writer.unchanged,
         removed=removed,
@@ -410,6 +499,43 @@ def _counts(view: LogView, pages: Mapping[str, ServerPage], now: dt.datetime) ->
     }
 
 
+Explained = dict[int, tuple[int, dict[str, Any]]]
+"""``{index: (previous index, explanation)}`` of every change, for the reports."""
+
+
+def _explain_json(value: Any) -> dict[str, Any]:
+    """An explanation as the cache keeps it (lists), back in the reports' form (tuples)."""
+    if not isinstance(value, dict):
+        raise ValueError("not an explanation")
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+
+
+def _change_work(old: Snapshot, new: Snapshot, leaf: str, previous_leaf: str) -> list[Any]:
+    """What a build keeps of one change (see :mod:`toolpin.site.cache`)."""
+    from toolpin.core.drift import compare
+    from toolpin.crawl.report import explain_drift
+
+    drift = compare(old, new)
+    change = view_of(drift)
+    explain = {k: list(v) if isinstance(v, tuple) else v for k, v in explain_drift(drift).items()}
+    return [
+        leaf,
+        previous_leaf,
+        list(change.label_keys),
+        change.rewritten,
+        change.schema_only,
+        change.added,
+        change.removed,
+        explain,
+        str(change_html(change)),
+    ]
+
+
+def _reuse(item: Any, *leaves: str) -> bool:
+    n = len(leaves)
+    return isinstance(item, list) and len(item) > n and item[:n] == list(leaves)
+
+
 def _server_files(
     view: LogView,
     history: ServerHistory,
@@ -417,28 +543,71 @@ def _server_files(
     env: jinja2.Environment,
     writer: SiteWriter,
     context: Mapping[str, Any],
-) -> tuple[Badge, list[ChangeSummary | None]]:
-    """Every file of one server (page, badge, diff pages); its badge and change summaries."""
+    cache: WorkCache,
+) -> tuple[Badge, list[ChangeSummary | None], Explained]:
+    """Every file of one server (page, badge, diff pages, compare page, feeds, API
+    history); its badge, change summaries and the reports' explanation of each change (one
+    comparison per change, used by all, and kept in ``cache`` for the next build)."""
+    from toolpin.site import api, feeds
+
     sid = history.id
     badge, svg, endpoint = badge_for(history, now)
+    page = ServerPage(history, badge)
     if history.opted_out:
         writer.text(f"servers/{sid}.html", _render(env, "stub.html", **context, id=sid))
-        return badge, [None] * len(history.versions)
+        api.write_server_api(writer, view, page)
+        return badge, [None] * len(history.versions), {}
+    kept = cache.get(sid)
+    found: Any = kept.get("changes")
+    kept_changes: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = kept.get("pairs")
+    kept_pairs: dict[str, Any] = found if isinstance(found, dict) else {}
+    work: dict[str, Any] = {"changes": {}, "pairs": {}}
     snapshots: dict[int, Snapshot] = {}
+
+    def snap(version: Version) -> Snapshot:
+        if version.index not in snapshots:
+            snapshots[version.index] = view.snapshot(version)
+        return snapshots[version.index]
+
     entries: list[dict[str, Any]] = []
     summaries: list[ChangeSummary | None] = []
-    previous: Snapshot | None = None
+    explained: Explained = {}
     for position, version in enumerate(history.versions):
-        snap = view.snapshot(version)
-        change = None if previous is None else change_view(previous, snap)
-        summaries.append(None if change is None else change.summary())
-        entries.append({"version": version, "change": change, "window": _window(history, position)})
-        snapshots[version.index] = snap
-        previous = snap
+        window = _window(history, position)
+        if position == 0:
+            summaries.append(None)
+            entries.append({"version": version, "change": None, "body": None, "window": window})
+            continue
+        before = history.versions[position - 1]
+        item: Any = kept_changes.get(str(version.index))
+        summary = None
+        if _reuse(item, version.leaf_hash, before.leaf_hash):
+            try:
+                summary = ChangeSummary(tuple(map(str, item[2])), *map(int, item[3:7]))
+                explain = _explain_json(item[7])
+                body = Markup(str(item[8]))
+            except (TypeError, ValueError):
+                summary = None
+        if summary is None:
+            item = _change_work(snap(before), snap(version), version.leaf_hash, before.leaf_hash)
+            summary = ChangeSummary(tuple(item[2]), *item[3:7])
+            explain = _explain_json(item[7])
+            body = Markup(item[8])
+        work["changes"][str(version.index)] = item
+        explained[version.index] = (before.index, explain)
+        summaries.append(summary)
+        entries.append({"version": version, "change": summary, "body": body, "window": window})
     writer.write(f"badge/{sid}.svg", svg)
     writer.write(f"badge/{sid}.json", endpoint)
     latest = history.latest
+    current: Any = kept.get("latest")
+    if not (_reuse(current, latest.leaf_hash) and len(current) == 3):
+        snapshot = snap(latest)
+        current = [latest.leaf_hash, _definitions(snapshot), snapshot.instructions]
+    work["latest"] = current
     pairs = _pairs(history)
+    root = site_path(context["base_url"])
     writer.text(
         f"servers/{sid}.html",
         _render(
@@ -448,19 +617,25 @@ def _server_files(
             id=sid,
             history=history,
             latest=latest,
-            entries=list(reversed(entries)),
+            history_html=history_items(list(reversed(entries)), root),
             badge=badge,
             pairs=pairs,
-            definitions=_definitions(snapshots[latest.index]),
-            instructions=snapshots[latest.index].instructions,
+            definitions=current[1],
+            instructions=current[2],
             run_command=run_command(latest),
             page="server",
         ),
     )
     by_index = {v.index: v for v in history.versions}
     for a, b in pairs:
+        key = f"{a}-{b}"
+        pair: Any = kept_pairs.get(key)
+        if not (_reuse(pair, by_index[a].leaf_hash, by_index[b].leaf_hash) and len(pair) == 3):
+            body = change_html(change_view(snap(by_index[a]), snap(by_index[b])))
+            pair = [by_index[a].leaf_hash, by_index[b].leaf_hash, str(body)]
+        work["pairs"][key] = pair
         writer.text(
-            f"servers/{sid}/diff/{a}-{b}.html",
+            f"servers/{sid}/diff/{key}.html",
             _render(
                 env,
                 "diff.html",
@@ -469,11 +644,28 @@ def _server_files(
                 latest=latest,
                 a=by_index[a],
                 b=by_index[b],
-                change=change_view(snapshots[a], snapshots[b]),
+                body=Markup(str(pair[2])),
                 page="diff",
             ),
         )
-    return badge, summaries
+    if len(history.versions) > 1:
+        writer.text(
+            f"servers/{sid}/compare.html",
+            _render(
+                env,
+                "compare.html",
+                **context,
+                **_compare_context(history, pairs, root),
+                id=sid,
+                latest=latest,
+                page="compare",
+            ),
+        )
+    cache.put(sid, work)
+    page.changes = list(zip(history.versions, summaries, strict=True))
+    feeds.write_server_feed(env, writer, view.checkpoint.origin, page, context["base_url"])
+    api.write_server_api(writer, view, page)
+    return badge, summaries, explained
 
 
 PARALLEL_FROM: Final = 400
@@ -482,16 +674,52 @@ PARALLEL_FROM: Final = 400
 _JOB: dict[str, Any] = {}
 """What a forked worker builds from (set before the pool forks, read in the children)."""
 
+_Done = tuple[str, Badge, list[ChangeSummary | None], Explained]
+_Task = tuple[str, Any]
+"""``("servers", [ids])``, ``("proofs", range)`` or ``("blobs", [refs])``."""
 
-def _chunk(sids: list[str]) -> tuple[list[tuple[str, Badge, list[Any]]], set[str], int, int]:
-    view: LogView = _JOB["view"]
-    writer = SiteWriter(_JOB["out"], manifest=False)
-    env = environment()
+
+def _run(
+    task: _Task,
+    view: LogView,
+    writer: SiteWriter,
+    env: jinja2.Environment,
+    now: dt.datetime,
+    context: Mapping[str, Any],
+    levels: list[list[bytes]],
+    cache: tuple[Path | None, str],
+) -> list[_Done]:
+    kind, part = task
+    if kind == "proofs":
+        _proofs(view, writer, levels, part)
+        return []
+    if kind == "blobs":
+        _blobs(view, writer, part)
+        return []
+    work = WorkCache(*cache)
     done = [
-        (sid, *_server_files(view, view.servers[sid], _JOB["now"], env, writer, _JOB["context"]))
-        for sid in sids
+        (sid, *_server_files(view, view.servers[sid], now, env, writer, context, work))
+        for sid in part
     ]
-    return done, writer.paths, writer.written, writer.unchanged
+    work.flush()
+    return done
+
+
+def _task(task: _Task) -> tuple[list[_Done], dict[str, tuple[int, int]], int, int]:
+    """One task in a forked worker (its own writer; the accounting goes back)."""
+    job = _JOB
+    writer = SiteWriter(job["root"], manifest=False, fresh=job["fresh"])
+    done = _run(
+        task,
+        job["view"],
+        writer,
+        job["env"],
+        job["now"],
+        job["context"],
+        job["levels"],
+        job["cache"],
+    )
+    return done, writer.stats, writer.written, writer.unchanged
 
 
 def _workers() -> int:
@@ -505,38 +733,80 @@ def _workers() -> int:
 
 
 def _all_servers(
-    view: LogView, now: dt.datetime, writer: SiteWriter, context: Mapping[str, Any]
-) -> dict[str, ServerPage]:
-    """Every server's files, in worker processes when the log is large and cores allow."""
+    view: LogView,
+    now: dt.datetime,
+    writer: SiteWriter,
+    env: jinja2.Environment,
+    context: Mapping[str, Any],
+    *,
+    meanwhile: Callable[[], None],
+    cache: tuple[Path | None, str],
+) -> tuple[dict[str, ServerPage], Explained]:
+    """Every server's files, every proof and blob, in worker processes when the log is
+    large and cores allow (``meanwhile`` runs in this process while they work)."""
     sids = sorted(view.servers)
-    results: list[tuple[str, Badge, list[Any]]] = []
+    levels = _proof_levels(view)
+    refs = _blob_refs(view)
+    results: list[_Done] = []
     workers = _workers()
     if len(sids) < PARALLEL_FROM or workers == 1:
-        env = environment()
-        results.extend(
-            (sid, *_server_files(view, view.servers[sid], now, env, writer, context))
-            for sid in sids
-        )
+        meanwhile()
+        tasks: list[_Task] = [
+            ("servers", sids),
+            ("proofs", range(view.checkpoint.size)),
+            ("blobs", refs),
+        ]
+        for task in tasks:
+            results.extend(_run(task, view, writer, env, now, context, levels, cache))
     else:
         import multiprocessing
 
-        size = -(-len(sids) // (workers * 8))
-        chunks = [sids[i : i + size] for i in range(0, len(sids), size)]
-        _JOB.update(view=view, now=now, out=writer.root, context=dict(context))
+        for name in ("server.html", "diff.html", "stub.html", "compare.html", "feed.atom"):
+            env.get_template(name)  # compiled once, before the workers fork
+        # Whole cache shards per task (no two processes write one shard file).
+        shards: dict[str, list[str]] = {}
+        for sid in sids:
+            shards.setdefault(shard_of(sid), []).append(sid)
+        groups = [shards[k] for k in sorted(shards)]
+        size = -(-len(groups) // (workers * 8))
+        tasks = [
+            ("servers", [sid for group in groups[i : i + size] for sid in group])
+            for i in range(0, len(groups), size)
+        ]
+        step = 5000
+        tasks.extend(
+            ("proofs", range(i, min(i + step, view.checkpoint.size)))
+            for i in range(0, view.checkpoint.size, step)
+        )
+        tasks.extend(("blobs", refs[i : i + step]) for i in range(0, len(refs), step))
+        _JOB.update(
+            view=view,
+            now=now,
+            root=writer.root,
+            fresh=writer.fresh,
+            env=env,
+            context=context,
+            levels=levels,
+            cache=cache,
+        )
         try:
             with multiprocessing.get_context("fork").Pool(workers) as pool:
-                for done, paths, written, unchanged in pool.imap(_chunk, chunks):
-                    results.extend(done)
-                    writer.merge(paths, written, unchanged)
+                done = pool.imap_unordered(_task, tasks)
+                meanwhile()
+                for part, stats, written, unchanged in done:
+                    results.extend(part)
+                    writer.merge(stats, written, unchanged)
         finally:
             _JOB.clear()
     pages: dict[str, ServerPage] = {}
-    for sid, badge, summaries in results:
+    explained: Explained = {}
+    for sid, badge, summaries, explains in sorted(results, key=lambda r: r[0]):
         history = view.servers[sid]
         page = ServerPage(history, badge)
         page.changes = list(zip(history.versions, summaries, strict=True))
         pages[sid] = page
-    return pages
+        explained.update(explains)
+    return pages, explained
 
 
 def run_command(version: Version) -> str:
@@ -563,6 +833,63 @@ def _pairs(history: ServerHistory) -> list[tuple[int, int]]:
     server page, so every older version is one step from a diff with the current)."""
     indices = [v.index for v in history.versions[-PAIR_VERSIONS:]]
     return [(a, indices[-1]) for a in indices[:-2]]
+
+
+_BLOB: Final = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def _compare_context(
+    history: ServerHistory, pairs: list[tuple[int, int]], root: str
+) -> dict[str, Any]:
+    """What ``servers/<id>/compare.html`` shows: every version with the diffs toolpin
+    explained that end at it, and what its script needs (the kinds of definition and the
+    characters :func:`toolpin.core.render.visible` escapes, from the core's own tables)."""
+    from toolpin.core.render import _UNSAFE_RANGES
+    from toolpin.core.snapshot import KINDS
+
+    sid = history.id
+    latest = history.latest.index
+    explained = set(pairs)
+    rows = []
+    for position, version in enumerate(history.versions):
+        links = []
+        if position > 0:
+            before = history.versions[position - 1].index
+            links.append(
+                {
+                    "href": f"../{sid}.html#entry-{version.index}",
+                    "text": f"change from entry {before}",
+                }
+            )
+        if (version.index, latest) in explained:
+            links.append(
+                {
+                    "href": f"diff/{version.index}-{latest}.html",
+                    "text": f"against entry {latest} (current)",
+                }
+            )
+        blob = version.blob or ""
+        rows.append(
+            {
+                "index": version.index,
+                "observed_at": version.observed_at,
+                "counts": version.counts,
+                "surface": version.surface,
+                "blob_path": "blob/sha256/" + blob[7:] if _BLOB.fullmatch(blob) else "",
+                "links": links,
+            }
+        )
+    return {
+        "versions": rows,
+        "options_from": version_options(rows, -2),
+        "options_to": version_options(rows, -1),
+        "rows_html": compare_rows(rows, root),
+        "explained": pairs,
+        "kinds": " ".join(
+            f"{k.list_member}:{k.key_member}:{k.plural.replace(' ', '_')}" for k in KINDS
+        ),
+        "unsafe": " ".join(f"{low:x}-{high:x}" for low, high in _UNSAFE_RANGES),
+    }
 
 
 def _definitions(snapshot: Snapshot) -> list[dict[str, Any]]:

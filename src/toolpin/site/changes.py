@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from markupsafe import Markup, escape
+
 from toolpin.core.canonical import JSONValue
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange, compare
 from toolpin.core.render import Line, definition_diff, text_diff, visible
@@ -24,7 +26,15 @@ MAX_WORD_TOKENS: Final = 4000
 
 _TOKEN: Final = re.compile(r"\s+|\w+|[^\w\s]")
 
-__all__ = ["ChangeSummary", "ChangeView", "ItemView", "LabelView", "change_view", "word_diff"]
+__all__ = [
+    "ChangeSummary",
+    "ChangeView",
+    "ItemView",
+    "LabelView",
+    "change_html",
+    "change_view",
+    "word_diff",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,3 +195,79 @@ def view_of(drift: Drift) -> ChangeView:
         added=sum(1 for c in drift.changes if c.status == ADDED),
         removed=sum(1 for c in drift.changes if c.status == REMOVED),
     )
+
+
+_TAGS: Final = {"add": "ins", "del": "del"}
+
+
+def change_html(change: ChangeView) -> Markup:
+    """The HTML of one change (what every page that shows a change shows): the counts,
+    notes, and per definition its labels, word diff, schema findings by JSON path, the
+    other review lines and the definition diff. Every string is escaped here."""
+    e = escape
+    out: list[str] = []
+    if change.empty:
+        out.append(
+            "<p>The surface digest changed but no definition differs "
+            "(ordering or a listing became known).</p>\n"
+        )
+    rewritten, schema = change.rewritten, change.schema_only
+    out.append(
+        f'<p class="summary">{rewritten} description{"s" if rewritten != 1 else ""} '
+        f"rewritten,\n{schema} schema or annotation change{'s' if schema != 1 else ''} "
+        f"with the description unchanged,\n{change.added} added, {change.removed} removed.</p>\n"
+    )
+    out.extend(f'<p class="note">{e(note)}</p>\n' for note in change.notes)
+    for item in change.items:
+        out.append(
+            f'<div class="item {e(item.status)}">\n<h4><span class="status">{e(item.status)}'
+            f'</span> <code>{e(item.name)}</code></h4>\n<ul class="labels">'
+        )
+        out.extend(
+            f'<li class="label {e(x.severity)}" data-key="{e(x.key)}"><span class="key">'
+            f"{e(x.key)}</span> {e(x.text)}</li>"
+            for x in item.labels
+        )
+        out.append("</ul>\n")
+        if item.words:
+            out.append('<p class="words" tabindex="0">')
+            for op, text in item.words:
+                tag = _TAGS.get(op, "span")
+                out.append(f"<{tag}>{e(text)}</{tag}>")
+            out.append("</p>\n")
+        if item.findings:
+            out.append(
+                '<table class="findings"><caption>Schema changes by JSON path</caption>\n'
+                '<thead><tr><th scope="col">Class</th><th scope="col">Path</th>'
+                '<th scope="col">Change</th></tr></thead>\n<tbody>'
+            )
+            out.extend(
+                f"<tr><td>{e(cls)}</td><td><code>{e(pointer)}</code></td><td>{e(line)}</td></tr>"
+                for cls, pointer, line in item.findings
+            )
+            out.append("</tbody></table>\n")
+        shown = {line for _, _, line in item.findings}
+        extra = [d for d in item.details if d not in shown]
+        if extra:
+            out.append('<ul class="details">')
+            out.extend(f"<li>{e(d)}</li>" for d in extra)
+            out.append("</ul>\n")
+        if item.diff:
+            out.append(
+                '<details><summary>Definition diff</summary>\n<pre class="diff" tabindex="0">'
+            )
+            out.extend(_lines(item.diff))
+            out.append("</pre></details>\n")
+        out.append("</div>\n")
+    if change.instructions:
+        out.append(
+            '<div class="item changed"><h4><span class="status">changed</span> server '
+            'instructions</h4>\n<pre class="diff" tabindex="0">'
+        )
+        out.extend(_lines(change.instructions))
+        out.append("</pre></div>\n")
+    return Markup("".join(out))
+
+
+def _lines(lines: tuple[Line, ...]) -> list[str]:
+    return [f'<span class="{escape(x.style or "ctx")}">{escape(x.text)}</span>\n' for x in lines]

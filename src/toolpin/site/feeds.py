@@ -29,7 +29,7 @@ MAX_ITEMS: Final = 200
 LABEL_KEY: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 EPOCH: Final = "1970-01-01T00:00:00Z"
 
-__all__ = ["FeedEntry", "entry_id", "write_feeds"]
+__all__ = ["FeedEntry", "entry_id", "server_entries", "write_feeds", "write_server_feed"]
 
 
 @dataclass(frozen=True)
@@ -59,37 +59,43 @@ def _counts_text(counts: Mapping[str, int]) -> str:
 
 
 def _entries(view: LogView, pages: Mapping[str, ServerPage], base: str) -> list[FeedEntry]:
-    out: list[FeedEntry] = []
     origin = view.checkpoint.origin
-    for page in pages.values():
-        if page.history.opted_out:
-            continue
-        name = _xml_safe(page.history.latest.name) or page.id
-        for version, change in page.changes:
-            counts = _counts_text(version.counts)
-            if change is None:
-                title = f"{name}: first recorded ({counts})"
-                labels: tuple[str, ...] = ()
-                summary = f"First recorded at entry {version.index}: {counts}."
-            else:
-                labels = change.label_keys
-                title = (
-                    f"{name}: changed ({change.rewritten + change.schema_only} changed, "
-                    f"{change.added} added, {change.removed} removed)"
-                )
-                summary = f"Entry {version.index}: {counts}; labels: {', '.join(labels) or 'none'}."
-            out.append(
-                FeedEntry(
-                    id=entry_id(origin, version.index, version.leaf_hash),
-                    title=title,
-                    updated=version.observed_at,
-                    link=f"{base}servers/{page.id}.html#entry-{version.index}",
-                    proof=f"{base}proof/{version.index}.tlog-proof",
-                    summary=summary,
-                    labels=labels,
-                    index=version.index,
-                )
+    out = [e for page in pages.values() for e in server_entries(origin, page, base)]
+    out.sort(key=lambda e: e.index, reverse=True)
+    return out
+
+
+def server_entries(origin: str, page: ServerPage, base: str) -> list[FeedEntry]:
+    """The feed entries of one server, newest first (none for an opted-out server)."""
+    if page.history.opted_out:
+        return []
+    out: list[FeedEntry] = []
+    name = _xml_safe(page.history.latest.name) or page.id
+    for version, change in page.changes:
+        counts = _counts_text(version.counts)
+        if change is None:
+            title = f"{name}: first recorded ({counts})"
+            labels: tuple[str, ...] = ()
+            summary = f"First recorded at entry {version.index}: {counts}."
+        else:
+            labels = change.label_keys
+            title = (
+                f"{name}: changed ({change.rewritten + change.schema_only} changed, "
+                f"{change.added} added, {change.removed} removed)"
             )
+            summary = f"Entry {version.index}: {counts}; labels: {', '.join(labels) or 'none'}."
+        out.append(
+            FeedEntry(
+                id=entry_id(origin, version.index, version.leaf_hash),
+                title=title,
+                updated=version.observed_at,
+                link=f"{base}servers/{page.id}.html#entry-{version.index}",
+                proof=f"{base}proof/{version.index}.tlog-proof",
+                summary=summary,
+                labels=labels,
+                index=version.index,
+            )
+        )
     out.sort(key=lambda e: e.index, reverse=True)
     return out
 
@@ -139,6 +145,27 @@ def _write(
     )
 
 
+def write_server_feed(
+    env: jinja2.Environment, writer: SiteWriter, origin: str, page: ServerPage, base: str
+) -> None:
+    """``feed/<id>.atom`` and ``.json``: one server's changes (nothing when opted out)."""
+    entries = server_entries(origin, page, base)
+    if not entries:
+        return
+    sid = page.id
+    name = _xml_safe(page.history.latest.name) or sid
+    _write(
+        env,
+        writer,
+        f"feed/{sid}",
+        title=f"toolpin log: {name}",
+        feed_id=f"urn:toolpin:{quote(origin, safe='/.-_~')}:server:{sid}",
+        base=base,
+        alternate=f"servers/{sid}.html",
+        entries=entries,
+    )
+
+
 def write_feeds(
     env: jinja2.Environment,
     writer: SiteWriter,
@@ -146,7 +173,8 @@ def write_feeds(
     pages: Mapping[str, ServerPage],
     base: str,
 ) -> None:
-    """Every feed of the site."""
+    """The feeds of the whole log and of each label (each server's feed is
+    :func:`write_server_feed`'s, written with the server's page)."""
     origin = view.checkpoint.origin
     entries = _entries(view, pages, base)
     _write(
@@ -159,26 +187,11 @@ def write_feeds(
         alternate="index.html",
         entries=entries,
     )
-    by_server: dict[str, list[FeedEntry]] = {}
     by_label: dict[str, list[FeedEntry]] = {}
     for entry in entries:
-        sid = entry.link.rsplit("/", 1)[1].split(".", 1)[0]
-        by_server.setdefault(sid, []).append(entry)
         for key in entry.labels:
             if LABEL_KEY.fullmatch(key):
                 by_label.setdefault(key, []).append(entry)
-    for sid in sorted(by_server):
-        name = _xml_safe(pages[sid].history.latest.name) or sid
-        _write(
-            env,
-            writer,
-            f"feed/{sid}",
-            title=f"toolpin log: {name}",
-            feed_id=f"urn:toolpin:{quote(origin, safe='/.-_~')}:server:{sid}",
-            base=base,
-            alternate=f"servers/{sid}.html",
-            entries=by_server[sid],
-        )
     for key in sorted(by_label):
         _write(
             env,

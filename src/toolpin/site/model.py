@@ -123,6 +123,8 @@ class LogView:
     unreadable: int = 0
     """Entries that are not observation records this site can show (left out)."""
     leaf_hashes: list[bytes] = field(default_factory=list)
+    audited: Checkpoint | None = None
+    """The checkpoint :func:`read_log`'s full audit verified."""
     _snapshots: dict[str, Snapshot] = field(default_factory=dict)
 
     def versions(self) -> Iterator[tuple[ServerHistory, Version]]:
@@ -312,7 +314,7 @@ def read_log(log_dir: Path, vkey: Verifier, *, state: Path | None = None) -> Log
         note=note,
         vkey=vkey.text,
     )
-    return LogView(site_checkpoint, servers, log_dir, unreadable, leaves)
+    return LogView(site_checkpoint, servers, log_dir, unreadable, leaves, checkpoint)
 
 
 def _listed(history: ServerHistory, names: frozenset[str]) -> bool:

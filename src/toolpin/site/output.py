@@ -14,8 +14,11 @@ this one no longer writes are removed; nothing else in the folder is ever delete
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from pathlib import Path, PurePosixPath
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Final
 
 from toolpin.errors import InputError
@@ -29,18 +32,31 @@ __all__ = ["MANIFEST", "SiteWriter"]
 
 
 class SiteWriter:
-    """Writes the files of one build into ``root``."""
+    """Writes the files of one build into ``root``.
 
-    def __init__(self, root: Path, *, manifest: bool = True) -> None:
+    ``fresh``: ``root`` is a new, empty folder only this build writes (the staging folder
+    of a first build, renamed into place when the build is done), so files are created
+    directly; otherwise each file is compared with what is there and replaced atomically
+    when it differs. The size and modification time of every file is recorded as it is
+    written or found unchanged, for the manifest.
+    """
+
+    def __init__(self, root: Path, *, manifest: bool = True, fresh: bool = False) -> None:
         self.root = root
-        self.paths: set[str] = set()
+        self.fresh = fresh
+        self.stats: dict[str, tuple[int, int]] = {}
         self.written = 0
         self.unchanged = 0
-        self._dirs: set[Path] = set()
+        self._dirs: set[str] = set()
         self._previous: dict[str, tuple[int, int]] = {}
         self._previous_inputs: str | None = None
+        self._tmp = f".{os.getpid()}.tmp"
         if manifest:
             self._read_manifest()
+
+    @property
+    def paths(self) -> set[str]:
+        return set(self.stats)
 
     def _read_manifest(self) -> None:
         manifest = self.root / MANIFEST
@@ -59,11 +75,11 @@ class SiteWriter:
             if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
                 self._previous[parts[0]] = (int(parts[1]), int(parts[2]))
 
-    def _target(self, rel: str) -> Path:
-        parts = PurePosixPath(rel).parts
-        if not parts or rel.startswith("/") or any(not _SAFE_PART.fullmatch(p) for p in parts):
+    def _target(self, rel: str) -> str:
+        parts = rel.split("/")
+        if not rel or any(not _SAFE_PART.fullmatch(p) for p in parts):
             raise InputError(f"internal error: unsafe site path {rel!r}")
-        return self.root.joinpath(*parts)
+        return os.path.join(self.root, *parts)
 
     def up_to_date(self, inputs: str) -> bool:
         """True when the last build had these inputs and its files are all as it left them."""
@@ -71,46 +87,90 @@ class SiteWriter:
             return False
         for rel, (size, mtime) in self._previous.items():
             try:
-                info = self._target(rel).stat()
+                info = os.stat(self._target(rel))
             except (OSError, InputError):
                 return False
             if (info.st_size, info.st_mtime_ns) != (size, mtime):
                 return False
-        self.paths = set(self._previous)
-        self.unchanged = len(self.paths)
+        self.stats = dict(self._previous)
+        self.unchanged = len(self.stats)
         return True
 
-    def _claim(self, rel: str) -> Path:
-        if rel in self.paths:
+    def _claim(self, rel: str) -> str:
+        if rel in self.stats:
             raise InputError(f"internal error: {rel} written twice")
-        self.paths.add(rel)
         target = self._target(rel)
-        parent = target.parent
+        parent = os.path.dirname(target)
         if parent not in self._dirs:
-            parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(parent, exist_ok=True)
             self._dirs.add(parent)
         return target
 
     def write(self, rel: str, data: bytes) -> None:
         """Write ``data`` at ``rel`` unless the file already holds exactly these bytes."""
         target = self._claim(rel)
+        if self.fresh:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                _write_all(fd, data)
+                info = os.fstat(fd)
+            finally:
+                os.close(fd)
+            self.stats[rel] = (info.st_size, info.st_mtime_ns)
+            self.written += 1
+            return
         try:
-            if target.stat().st_size == len(data) and target.read_bytes() == data:
-                self.unchanged += 1
-                return
+            found = os.stat(target)
+            if found.st_size == len(data):
+                with open(target, "rb") as handle:
+                    same = handle.read() == data
+                if same:
+                    self.stats[rel] = (found.st_size, found.st_mtime_ns)
+                    self.unchanged += 1
+                    return
         except FileNotFoundError:
             pass
-        atomic_write(target, data, sync=False)
+        self.stats[rel] = _replace(target, target + self._tmp, data)
         self.written += 1
 
-    def merge(self, paths: set[str], written: int, unchanged: int) -> None:
+    def link(self, rel: str, source: Path, ref: str) -> None:
+        """A new site's copy of the log's blob ``source`` (digest ``ref``): a hard link
+        when the file system allows, else a copy; either way read back and checked."""
+        import hashlib
+
+        if not self.fresh:
+            raise InputError("internal error: links are only made in a new site")
+        target = self._claim(rel)
+        try:
+            os.link(source, target)
+        except OSError:
+            self.write(rel, source.read_bytes())
+            del self.stats[rel]
+            self.written -= 1
+        with open(target, "rb") as handle:
+            data = handle.read()
+            info = os.fstat(handle.fileno())
+        if "sha256:" + hashlib.sha256(data).hexdigest() != ref:
+            raise InputError(f"blob {ref} does not match its digest")
+        self.stats[rel] = (info.st_size, info.st_mtime_ns)
+        self.written += 1
+
+    def merge(self, stats: Mapping[str, tuple[int, int]], written: int, unchanged: int) -> None:
         """Account for files another process wrote for this build."""
-        clash = self.paths & paths
+        clash = self.stats.keys() & stats.keys()
         if clash:
             raise InputError(f"internal error: {min(clash)} written twice")
-        self.paths |= paths
+        self.stats.update(stats)
         self.written += written
         self.unchanged += unchanged
+
+    def adopt(self, rels: Iterable[str], written: int, unchanged: int) -> None:
+        """Account for files written for this build by code that writes on its own."""
+        found: dict[str, tuple[int, int]] = {}
+        for rel in rels:
+            info = os.stat(self._target(rel))
+            found[rel] = (info.st_size, info.st_mtime_ns)
+        self.merge(found, written, unchanged)
 
     def text(self, rel: str, text: str) -> None:
         self.write(rel, text.encode("utf-8"))
@@ -121,18 +181,16 @@ class SiteWriter:
         Returns how many stale files were removed.
         """
         removed = 0
-        for rel in sorted(set(self._previous) - self.paths):
+        for rel in sorted(set(self._previous) - self.stats.keys()):
             try:
                 target = self._target(rel)
             except InputError:
                 continue  # never delete outside the folder, whatever the manifest says
-            if target.is_file():
-                target.unlink()
+            if os.path.isfile(target):
+                os.unlink(target)
                 removed += 1
         lines = [_HEADER + inputs]
-        for rel in sorted(self.paths):
-            info = self._target(rel).stat()
-            lines.append(f"{rel}\t{info.st_size}\t{info.st_mtime_ns}")
+        lines.extend(f"{rel}\t{size}\t{mtime}" for rel, (size, mtime) in sorted(self.stats.items()))
         data = ("\n".join(lines) + "\n").encode("utf-8")
         manifest = self.root / MANIFEST
         try:
@@ -142,6 +200,34 @@ class SiteWriter:
         if not same:
             atomic_write(manifest, data, sync=False)
         return removed
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _replace(target: str, tmp: str, data: bytes) -> tuple[int, int]:
+    """Replace ``target`` with ``data`` through a temporary file beside it (a reader sees
+    the old file or the new one, never a mixture); the new file's size and time."""
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:  # left by a build of this process id that was killed
+        os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        try:
+            _write_all(fd, data)
+            info = os.fstat(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return info.st_size, info.st_mtime_ns
 
 
 def write_if_changed(path: Path, data: bytes) -> bool:

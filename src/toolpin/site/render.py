@@ -7,12 +7,13 @@ autoescaping then makes the result inert HTML. Templates live in ``site/template
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Final
 from urllib.parse import urlsplit
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from toolpin.core.render import visible
 from toolpin.site.model import MONTHS
@@ -27,7 +28,7 @@ META_CSP: Final = CSP.removesuffix("; frame-ancestors 'none'")
 """The same policy as a meta tag: browsers ignore ``frame-ancestors`` there (and report
 an error for it), so only the header carries it."""
 
-__all__ = ["CSP", "META_CSP", "environment", "show"]
+__all__ = ["CSP", "META_CSP", "environment", "show", "site_path"]
 
 
 def show(value: object) -> str:
@@ -43,24 +44,29 @@ def show_multiline(value: object) -> str:
     return visible(value if isinstance(value, str) else str(value), multiline=True)
 
 
+def site_path(base_url: object) -> str:
+    """The path of ``base_url`` (every link starts with it), ending in ``/``."""
+    path = urlsplit(base_url).path if isinstance(base_url, str) else "/"
+    return path if path.endswith("/") else path + "/"
+
+
 @jinja2.pass_context
 def href(context: Mapping[str, object], rel: str) -> str:
     """A link to ``rel`` (a path from the site root) under the path of ``base_url``."""
-    base = context.get("base_url")
-    path = urlsplit(base).path if isinstance(base, str) else "/"
-    if not path.endswith("/"):
-        path += "/"
-    return path + rel
+    return site_path(context.get("base_url")) + rel
+
+
+_STAMP: Final = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-\d{2}T\d{2}:\d{2}")
 
 
 def when(value: object) -> Markup:
     """``2026-11-30T03:00:00Z`` as ``<time datetime=…>30 Nov 2026, 03:00 UTC</time>``."""
     text = value if isinstance(value, str) else ""
-    if len(text) < 16 or text[4] != "-" or text[10] != "T":
+    if not _STAMP.match(text):
         return Markup("<time>") + text + Markup("</time>")
     year, month, day = text[:4], int(text[5:7]), int(text[8:10])
     shown = f"{day} {MONTHS[month - 1]} {year}, {text[11:16]} UTC"
-    return Markup('<time datetime="{}">{}</time>').format(text, shown)
+    return Markup(f'<time datetime="{escape(text)}">{shown}</time>')
 
 
 def environment() -> jinja2.Environment:

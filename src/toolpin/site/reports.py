@@ -51,7 +51,13 @@ def _view(log: LogView | str | Path, context: Mapping[str, Any]) -> LogView:
     if verifier is None:
         raise InputError("write_report_pages needs a LogView, or context['verifier'] with a path")
     cache = context.get("report_cache")
-    return load_view(log, verifier, cache=Path(cache) if cache is not None else None)
+    return load_view(
+        log,
+        verifier,
+        cache=Path(cache) if cache is not None else None,
+        known=context.get("report_known"),
+        audited=context.get("audited"),
+    )
 
 
 def _build_time(context: Mapping[str, Any]) -> tuple[str, dt.datetime]:
@@ -80,7 +86,9 @@ def write_report_pages(
     ``context`` is the builder's page context (``checkpoint`` with ``size``, ``root`` and
     ``time``, and ``base_url``); ``log`` the verified log view (or its directory, with
     ``context["verifier"]`` and optionally ``context["report_cache"]``, a file outside the
-    published folder where explanations are kept between builds). The build time
+    published folder where explanations are kept between builds, ``context["report_known"]``,
+    the explanations the site already made, and ``context["audited"]``, the checkpoint its
+    audit verified; see :func:`toolpin.crawl.report.load_view`). The build time
     (``checkpoint.time``) is the only clock read, so the same log and time give the same
     bytes.
     """

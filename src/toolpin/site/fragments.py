@@ -1,0 +1,92 @@
+"""HTML fragments built in Python: the parts of a page repeated for every version.
+
+A server page's history and a compare page's list of versions are the site's hottest
+markup (one piece per log entry, 100,000 in a large log); building them with
+:func:`markupsafe.escape` directly costs a fraction of the template engine's per-expression
+work. Every string is escaped here, exactly as the templates' autoescaping would, and the
+pages that hold these fragments are still templates (``server.html``, ``compare.html``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from toolpin.site.render import when
+
+__all__ = ["compare_rows", "history_items", "version_options"]
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    items = sorted(counts.items(), key=lambda item: item[0].lower())  # as dictsort does
+    return ", ".join(f"{escape(kind)}: {n}" for kind, n in items)
+
+
+def history_items(entries: Sequence[Mapping[str, Any]], root: str) -> Markup:
+    """The ``<li>`` of every entry of a server's history (``root``: the site's path)."""
+    out: list[str] = []
+    for entry in entries:
+        version, change, window = entry["version"], entry["change"], entry["window"]
+        index = version.index
+        out.append(f'<li id="entry-{index}">\n')
+        if change is None:
+            out.append(f"<h3>First recorded {when(version.observed_at)}</h3>\n")
+            out.append(f"<p>{_counts(version.counts)}</p>\n")
+        else:
+            after, seen = when(window["after"]), when(window["seen"])
+            out.append(f"<h3>Changed between {after} and {seen}</h3>\n")
+            if window["gap"]:
+                out.append(
+                    f'<p class="gap">The crawl had a gap: no good look between {after} and '
+                    f"{seen}, so the change happened somewhere in that window.</p>\n"
+                )
+            if not window["known"]:
+                out.append(
+                    '<p class="gap">The entry does not record the last good look before it; '
+                    "the window starts at the previous entry.</p>\n"
+                )
+            out.append('<ul class="labels summary-labels">')
+            out.extend(f'<li class="label">{escape(key)}</li>' for key in change.label_keys)
+            out.append("</ul>\n")
+            out.append(entry["body"])
+        out.append(
+            f'<p class="proof">Entry {index} · leaf <code class="hash">'
+            f"{escape(version.leaf_hash)}</code> ·\n"
+            f'<a href="{escape(root)}proof/{index}.tlog-proof">inclusion proof</a></p>\n</li>\n'
+        )
+    return Markup("".join(out))
+
+
+def version_options(rows: Sequence[Mapping[str, Any]], selected: int) -> Markup:
+    """The ``<option>`` of every version, ``selected`` (a position) chosen."""
+    chosen = selected % len(rows) if rows else 0
+    return Markup(
+        "".join(
+            f'<option value="{row["index"]}" data-blob="{escape(row["blob_path"])}"'
+            f"{' selected' if n == chosen else ''}>entry {row['index']} · "
+            f"{escape(row['observed_at'][:10])}</option>"
+            for n, row in enumerate(rows)
+        )
+    )
+
+
+def compare_rows(rows: Sequence[Mapping[str, Any]], root: str) -> Markup:
+    """The table row of every version on a compare page."""
+    out: list[str] = []
+    for row in rows:
+        links = " · ".join(
+            f'<a href="{escape(link["href"])}">{escape(link["text"])}</a>' for link in row["links"]
+        )
+        blob = row["blob_path"]
+        definitions = f'<a href="{escape(root)}{escape(blob)}">JSON</a>' if blob else ""
+        out.append(
+            f"<tr>\n<td>{row['index']}</td>\n<td>{when(row['observed_at'])}</td>\n"
+            f"<td>{_counts(row['counts'])}</td>\n"
+            f'<td><code class="hash">{escape(row["surface"][:16])}</code></td>\n'
+            f"<td>{links or 'first recorded'}</td>\n"
+            f"<td>{definitions}</td>\n"
+            "</tr>\n"
+        )
+    return Markup("".join(out))

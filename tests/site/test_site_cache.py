@@ -1,0 +1,103 @@
+"""The work a build keeps between builds (toolpin.site.cache): the same bytes as a build
+without it, only new entries compared again, and a damaged or foreign cache ignored."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from site_helpers import NOW, LogWriter, sample_log, tool
+
+import toolpin.core.drift
+import toolpin.site.changes
+from toolpin.publog.note import Verifier
+from toolpin.site.build import build_site, parse_now
+from toolpin.site.output import MANIFEST
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
+
+
+def _no_comparing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object) -> None:
+        raise AssertionError("compared again although the cache holds the change")
+
+    monkeypatch.setattr(toolpin.core.drift, "compare", refuse)
+    monkeypatch.setattr(toolpin.site.changes, "compare", refuse)
+
+
+def test_a_cached_build_gives_the_same_bytes_and_compares_nothing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer, _ = sample_log(tmp_path / "log")
+    vkey = Verifier.from_text(writer.vkey)
+    cache = tmp_path / "cache"
+    build_site(tmp_path / "log", vkey, tmp_path / "plain", now=parse_now(NOW))
+    build_site(tmp_path / "log", vkey, tmp_path / "first", now=parse_now(NOW), cache=cache)
+    assert sorted(p.name for p in cache.iterdir())  # shards were written
+    with monkeypatch.context() as patched:
+        _no_comparing(patched)
+        build_site(tmp_path / "log", vkey, tmp_path / "again", now=parse_now(NOW), cache=cache)
+    assert _tree(tmp_path / "plain") == _tree(tmp_path / "first") == _tree(tmp_path / "again")
+
+
+def test_a_growing_log_compares_only_its_new_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = LogWriter(tmp_path / "log")
+    writer.observe("one", [tool("a")], "2026-11-01T00:00:00Z")
+    writer.observe("two", [tool("b")], "2026-11-01T00:00:00Z")
+    writer.commit()
+    writer.observe(
+        "one", [tool("a", "changed")], "2026-11-20T00:00:00Z", last_good_look="2026-11-19T00:00:00Z"
+    )
+    writer.commit()
+    vkey = Verifier.from_text(writer.vkey)
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    writer.observe(
+        "two",
+        [tool("b", "new words")],
+        "2026-11-30T00:00:00Z",
+        last_good_look="2026-11-29T00:00:00Z",
+    )
+    writer.commit()
+    calls: list[int] = []
+    compare = toolpin.core.drift.compare
+
+    def counted(old: object, new: object) -> object:
+        calls.append(1)
+        return compare(old, new)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(toolpin.core.drift, "compare", counted)
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    assert len(calls) == 1  # the new change of "two"; the older change of "one" was kept
+    monkeypatch.undo()
+    build_site(tmp_path / "log", vkey, tmp_path / "cold", now=parse_now(NOW))
+    assert _tree(out) == _tree(tmp_path / "cold")
+
+
+def test_a_damaged_or_foreign_cache_is_ignored(tmp_path: Path) -> None:
+    writer, _ = sample_log(tmp_path / "log")
+    vkey = Verifier.from_text(writer.vkey)
+    cache = tmp_path / "cache"
+    build_site(tmp_path / "log", vkey, tmp_path / "plain", now=parse_now(NOW), cache=cache)
+    shards = sorted(cache.iterdir())
+    shards[0].write_text("{not json", encoding="utf-8")
+    for shard in shards[1:]:
+        doc = json.loads(shard.read_text(encoding="utf-8"))
+        for record in doc["servers"].values():
+            for item in record["changes"].values():
+                item[-1] = "<script>forged</script>"
+        doc["code"] = "another toolpin"
+        shard.write_text(json.dumps(doc), encoding="utf-8")
+    build_site(tmp_path / "log", vkey, tmp_path / "again", now=parse_now(NOW), cache=cache)
+    assert _tree(tmp_path / "plain") == _tree(tmp_path / "again")
+    assert all("forged" not in p.read_text(encoding="utf-8") for p in cache.iterdir())
