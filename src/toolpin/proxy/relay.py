@@ -104,14 +104,35 @@ def pump(
                 held = 0
 
 
-def _fd_reader(fd: int) -> Callable[[], bytes]:
-    def read() -> bytes:
+def _fd_reader(fd: int, wake: int | None = None) -> Callable[[], bytes]:
+    """A reader of ``fd``. With ``wake`` (the read end of the signal wake-up pipe, see
+    :meth:`Relay._wake_on_signals`) it waits on both, so that a signal always reaches its
+    Python handler at once: a signal that arrives just before a blocking ``read`` of
+    ``fd`` would otherwise be handled only when the client next writes."""
+    if wake is None:
+
+        def read() -> bytes:
+            try:
+                return os.read(fd, READ_SIZE)
+            except OSError:
+                return b""
+
+        return read
+
+    import select
+
+    def read_or_wake() -> bytes:
         try:
-            return os.read(fd, READ_SIZE)
+            while True:
+                ready, _, _ = select.select([fd, wake], [], [])
+                if wake in ready:
+                    os.read(wake, 512)  # drained; the handler runs as this returns
+                if fd in ready:
+                    return os.read(fd, READ_SIZE)
         except OSError:
             return b""
 
-    return read
+    return read_or_wake
 
 
 SERVER_GRACE: Final = 10.0
@@ -187,9 +208,23 @@ class Relay:
             sys.stderr.flush()
         os._exit(code)
 
+    def _wake_on_signals(self) -> int | None:
+        """The read end of a pipe the interpreter writes a byte to on every signal
+        (``signal.set_wakeup_fd``), or ``None`` where that cannot be used."""
+        if os.name != "posix" or threading.current_thread() is not threading.main_thread():
+            return None
+        try:
+            wake_read, wake_write = os.pipe()
+            os.set_blocking(wake_write, False)
+            signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+        except (OSError, ValueError):
+            return None
+        return wake_read
+
     def run(self) -> int:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self._forward_signal)
+        wake = self._wake_on_signals()
         server_reader = threading.Thread(
             target=signals_to_main(self._guarded),
             args=(self._pump_server,),
@@ -204,7 +239,7 @@ class Relay:
             daemon=True,
         ).start()
         session = self.session
-        client = _fd_reader(self.client_in)
+        client = _fd_reader(self.client_in, wake)
         self._guarded(lambda: pump(client, session.on_client_line, session.client_long_line))
         # The client closed its side. The session forwards (or answers) what it holds,
         # then closes the server's input; the server finishes its answers and exits.
