@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import click
 
+from toolpin.cli.remote_options import header_option, transport_option
+
 
 @click.command("gateway")
 @click.option(
@@ -15,20 +17,8 @@ import click
 )
 @click.option("--url", required=True, metavar="URL", help="The remote MCP server.")
 @click.option("--name", default=None, help="Human label for this server (default: host/path).")
-@click.option(
-    "--header",
-    "headers",
-    multiple=True,
-    metavar="'K: V'",
-    help="An HTTP header for --url (repeatable; ${env:VAR} is expanded).",
-)
-@click.option(
-    "--transport",
-    type=click.Choice(["auto", "streamable-http", "sse"]),
-    default="auto",
-    show_default=True,
-    help="The HTTP transport of --url.",
-)
+@header_option
+@transport_option
 @click.option(
     "--timeout",
     default=30.0,

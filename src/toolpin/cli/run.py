@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import click
 
+from toolpin.cli.remote_options import header_option, transport_option
+
 
 @click.command(
     "run",
@@ -34,20 +36,8 @@ import click
     metavar="URL",
     help="A remote server (Streamable HTTP or HTTP+SSE) instead of a command.",
 )
-@click.option(
-    "--header",
-    "headers",
-    multiple=True,
-    metavar="'K: V'",
-    help="An HTTP header for --url (repeatable; ${env:VAR} is expanded).",
-)
-@click.option(
-    "--transport",
-    type=click.Choice(["auto", "streamable-http", "sse"]),
-    default="auto",
-    show_default=True,
-    help="The HTTP transport of --url.",
-)
+@header_option
+@transport_option
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
 def run_command(
     name: str | None,

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Final
 from toolpin.core.snapshot import KINDS, Identity, Kind
 from toolpin.errors import StoreError
 from toolpin.util.fs import atomic_write, ensure_private_dir, toolpin_home
+from toolpin.util.private import private_dir
 
 if TYPE_CHECKING:
     from toolpin.lockfile.native import LockEntry
@@ -109,21 +110,6 @@ def _key(digest: bytes) -> str:
     return key.hexdigest()
 
 
-def _private(directory: Path) -> bool:
-    """The directory is this user's and nobody else can write to it (POSIX)."""
-    if os.name != "posix":  # pragma: no cover - per-user profile directories elsewhere
-        return directory.is_dir()
-    try:
-        info = os.stat(directory)
-    except OSError:
-        return False
-    return (
-        stat.S_ISDIR(info.st_mode)
-        and info.st_uid == os.getuid()
-        and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    )
-
-
 def _read_record(path: Path) -> bytes | None:
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
@@ -146,7 +132,7 @@ def recall(data: bytes, *, digest: bytes | None = None) -> LockSummary | None:
     """The summary recorded when exactly these bytes were verified in full, or None."""
     try:
         directory = _directory()
-        if not _private(directory):
+        if not private_dir(directory):
             return None
         raw = _read_record(directory / _key(digest or lock_digest(data)))
     except (OSError, StoreError):
@@ -169,7 +155,7 @@ def remember(data: bytes, summary: LockSummary, *, digest: bytes | None = None) 
     try:
         directory = ensure_private_dir(_directory())
         record = directory / _key(digest or lock_digest(data))
-        if not _private(directory):
+        if not private_dir(directory):
             return  # (an existing record is replaced: it was not a readable summary)
         body = json.dumps(_summary_json(summary), ensure_ascii=True, sort_keys=True)
         atomic_write(record, body.encode("ascii"), mode=0o600)

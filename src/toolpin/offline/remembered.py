@@ -22,6 +22,8 @@ import os
 import stat
 import sys
 
+from toolpin.util.private import private_dir
+
 TYPE_CHECKING = False  # typing is not imported on the start path
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -74,20 +76,6 @@ def cache_dir() -> str:
 def output_path(directory: str, key: str, form: str) -> str:
     """Where the printed output of one verified result is kept, per output form."""
     return os.path.join(directory, f"{key}.{form}.out")
-
-
-def _private(directory: str) -> bool:
-    if os.name != "posix":  # pragma: no cover - per-user profile directories elsewhere
-        return os.path.isdir(directory)
-    try:
-        info = os.stat(directory)
-    except OSError:
-        return False
-    return (
-        stat.S_ISDIR(info.st_mode)
-        and info.st_uid == os.getuid()
-        and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    )
 
 
 def _read_regular(path: str) -> bytes | None:
@@ -157,7 +145,7 @@ def remember_output(key: str, form: str, stdout: str, stderr: str) -> None:
 
     try:
         directory = cache_dir()
-        if form not in OUTPUT_FORMS or not _private(directory):
+        if form not in OUTPUT_FORMS or not private_dir(directory):
             return
         verdict = _read_regular(os.path.join(directory, f"{key}.json"))
         if verdict is None:
@@ -188,7 +176,7 @@ def replay(listings: Sequence[str], lock: str, entry: str | None, form: str) -> 
         directory = cache_dir()
     except Exception:
         return None
-    if not _private(directory):
+    if not private_dir(directory):
         return None
     key = result_key(raws, sha256_function()(lock_data).digest(), entry)
     record = _read_regular(output_path(directory, key, form))
