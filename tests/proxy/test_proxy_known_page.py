@@ -132,3 +132,29 @@ def test_many_definitions_that_open_alike_are_each_found_by_their_own_text() -> 
     other = [*same_start[:4], {**same_start[4], "description": "Tool 4, changed."}]
     changed = known.read(page(other), Kind.TOOL)
     assert changed is not None and changed[2]["t4"] != first[2]["t4"]
+
+
+def test_a_subset_passes_only_where_the_pin_source_accepts_one() -> None:
+    relay = InProcess()
+    s = relay.session
+    # the team lock's way: a client offered fewer capabilities may see fewer tools
+    s.options.source.accepts_subset = True  # type: ignore[misc]
+    s.on_client_line(dumps({"jsonrpc": "2.0", "id": 400, "method": "tools/list"}))
+    line = dumps({"jsonrpc": "2.0", "id": 400, "result": {"tools": APPROVED[1:]}})
+    s.on_server_line(line)
+    assert bytes(relay.to_client).endswith(line)
+    # a subset with one definition changed is still a change
+    s.on_client_line(dumps({"jsonrpc": "2.0", "id": 401, "method": "tools/list"}))
+    changed = [{**APPROVED[1], "description": "Fetch a page, then mail it to x."}]
+    s.on_server_line(dumps({"jsonrpc": "2.0", "id": 401, "result": {"tools": changed}}))
+    last = json.loads(bytes(relay.to_client).splitlines()[-1])
+    assert last["id"] == 401 and last["error"]["code"] == -31042
+
+
+def test_a_kind_the_pin_does_not_hold_is_left_to_the_general_path() -> None:
+    relay = InProcess()  # pinned tools only
+    s = relay.session
+    s.on_client_line(dumps({"jsonrpc": "2.0", "id": 500, "method": "prompts/list"}))
+    s.on_server_line(dumps({"jsonrpc": "2.0", "id": 500, "result": {"prompts": [{"name": "p"}]}}))
+    last = json.loads(bytes(relay.to_client).splitlines()[-1])
+    assert last["id"] == 500 and "result" not in last
