@@ -43,7 +43,7 @@ import json
 import re
 from collections.abc import Callable
 from json import decoder as _decoder
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 
 from toolpin.core.canonical import _js_int, _js_number
 
@@ -122,6 +122,7 @@ def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 _Scan = Callable[[str, int], tuple[Any, int]]
+_R = TypeVar("_R")
 # The C scanners of the standard library (``scan_once`` is the documented-by-source hook
 # that ``raw_decode`` uses); ``scanstring`` reads one string after its opening quote.
 _PLAIN = json.JSONDecoder(parse_constant=_reject_constant)
@@ -202,13 +203,17 @@ _SDK_TAIL: Final = re.compile(r',"jsonrpc":"2\.0","id":' + _ID_TOKEN + r"\}\Z")
 _TS_HEAD: Final = '{"result":'
 
 
-def _sdk_response(text: str, strict: bool) -> Message | None:
-    """The two ways the SDKs write a response, read with one scan of the result.
+def sdk_envelope(
+    text: str, read_result: Callable[[str, int], tuple[_R, int] | None]
+) -> tuple[Any, tuple[int, int], _R] | None:
+    """A response written the way the SDKs write one, its result read by ``read_result``.
 
     ``{"jsonrpc":"2.0","id":ID,"result":R}`` (Python, Go) and
-    ``{"result":R,"jsonrpc":"2.0","id":ID}`` (TypeScript), with no whitespace, a plain id
-    and an object ``R``: the top level is then exactly these three members, so only
-    ``R`` needs reading. Anything else (``None``) takes the general path.
+    ``{"result":R,"jsonrpc":"2.0","id":ID}`` (TypeScript), with no whitespace and a plain
+    id: the top level is then exactly these three members, so only ``R`` needs reading.
+    ``read_result(text, i)`` reads ``R`` at ``i`` and gives it with where it ends, or
+    ``None``. Returns ``(id, where the id is, R)``; ``None`` (anything else, or any
+    failure of ``read_result``) sends the caller to the general path.
     """
     head = _SDK_HEAD.match(text)
     if head is not None:
@@ -218,11 +223,12 @@ def _sdk_response(text: str, strict: bool) -> Message | None:
     else:
         return None
     try:
-        result, end = (_strict_scan if strict else _plain_scan)(text, start)
+        read = read_result(text, start)
     except Exception:  # the general path says what is wrong
         return None
-    if type(result) is not dict:
+    if read is None:
         return None
+    result, end = read
     if head is not None:
         if end != len(text) - 1 or text[end] != "}":
             return None
@@ -232,6 +238,28 @@ def _sdk_response(text: str, strict: bool) -> Message | None:
             return None
         token, span = tail.group(1), tail.span(1)
     id_: Any = token[1:-1] if token[0] == '"' else int(token)
+    return id_, span, result
+
+
+def _object_result(scan: _Scan) -> Callable[[str, int], tuple[Any, int] | None]:
+    def read(text: str, i: int) -> tuple[Any, int] | None:
+        value, end = scan(text, i)
+        return (value, end) if type(value) is dict else None
+
+    return read
+
+
+_strict_result: Final = _object_result(_strict_scan)
+_plain_result: Final = _object_result(_plain_scan)
+
+
+def _sdk_response(text: str, strict: bool) -> Message | None:
+    """A response in one of the SDKs' two shapes (:func:`sdk_envelope`), read with one
+    scan of the result; ``None`` takes the general path."""
+    read = sdk_envelope(text, _strict_result if strict else _plain_result)
+    if read is None:
+        return None
+    id_, span, result = read
     checked = strict and _SURROGATE_ESCAPE.search(text) is None
     return Message(Shape.RESPONSE, id_, None, None, result, None, checked, span)
 

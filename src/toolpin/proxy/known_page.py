@@ -29,14 +29,12 @@ from typing import Any, Final
 
 from toolpin.core.snapshot import Definition, Kind
 from toolpin.proxy.classify import (
-    _SDK_HEAD,
-    _SDK_TAIL,
     _SURROGATE_ESCAPE,
-    _TS_HEAD,
     _skip,
     _strict_scan,
     after_value,
     scanstring,
+    sdk_envelope,
 )
 
 PREFIX: Final = 40
@@ -71,34 +69,15 @@ class KnownPages:
 
     def read(self, text: str, kind: Kind) -> tuple[Any, tuple[int, int], dict[str, str]] | None:
         """``(id, where the id is, {key: hash})`` of a complete one-page answer ``text``
-        (a decoded line, without its newline) listing ``kind``; ``None`` when it is
-        anything else."""
-        if _SURROGATE_ESCAPE.search(text) is not None:
+        (a decoded line, without its newline) in one of the SDKs' shapes
+        (:func:`~toolpin.proxy.classify.sdk_envelope`) listing ``kind``; ``None`` when it
+        is anything else."""
+        read = sdk_envelope(text, lambda t, i: self._result(t, i, kind))
+        # A lone surrogate escape anywhere: the general path decides (looked for last,
+        # so that a line that is no listing costs no scan of its whole text).
+        if read is None or _SURROGATE_ESCAPE.search(text) is not None:
             return None
-        head = _SDK_HEAD.match(text)
-        if head is not None:
-            start, token, span = head.end(), head.group(1), head.span(1)
-        elif text.startswith(_TS_HEAD):
-            start, token, span = len(_TS_HEAD), "", (0, 0)
-        else:
-            return None
-        try:
-            read = self._result(text, start, kind)
-        except Exception:  # any problem at all: the general path says what is wrong
-            return None
-        if read is None:
-            return None
-        items, end = read
-        if head is not None:
-            if end != len(text) - 1 or text[end] != "}":
-                return None
-        else:
-            tail = _SDK_TAIL.match(text, end)
-            if tail is None:
-                return None
-            token, span = tail.group(1), tail.span(1)
-        id_: Any = token[1:-1] if token[0] == '"' else int(token)
-        return id_, span, items
+        return read
 
     def _result(self, text: str, i: int, kind: Kind) -> tuple[dict[str, str], int] | None:
         """The result object at ``i``: its definitions, and where it ends."""

@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from toolpin.errors import ToolpinError
-from toolpin.proxy.start import _home, lock_unusable, not_in_lock, precheck_pin, refuse
+from toolpin.proxy.start import (
+    _home,
+    lock_unusable,
+    not_in_lock,
+    only_locked_without_lock,
+    precheck_pin,
+    refuse,
+)
 
 if TYPE_CHECKING:
     from toolpin.pins.source import PinSource
@@ -97,17 +104,10 @@ def _locked_source(
 ) -> PinSource | int | None:
     """The team lock's pin source for this remote server, ``None`` when the lock does not
     list it (and --only-locked is not given), or the exit code of a refusal."""
-    from toolpin.core.render import visible
 
     label = target.label
-    quoted = json.dumps(visible(label), ensure_ascii=False)
     if lock is None:
-        return refuse(
-            label,
-            "--only-locked needs --lock FILE",
-            f"toolpin did not start {quoted}: --only-locked needs --lock. See the server log.",
-            server=sid,
-        )
+        return only_locked_without_lock(label, server=sid)
     from toolpin.team.run import prepare_locked_remote
 
     try:

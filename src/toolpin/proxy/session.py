@@ -131,6 +131,8 @@ INVALID_REQUEST: Final = -32600
 _ABSENT: Final = object()
 
 
+_SDK_OPENINGS: Final = (b'{"jsonrpc":"2.0","id":', b'{"result":')
+"""How the SDKs' responses open (:func:`toolpin.proxy.classify.sdk_envelope`)."""
 _WATCHED: Final = re.compile(rb"/list|discover|initializ|\\")
 """Bytes in every client line the proxy must parse whole: the listing methods,
 ``server/discover``, ``initialize``, ``notifications/initialized``, and any backslash
@@ -992,8 +994,8 @@ class Session:
         if len(kinds) != 1:
             return False
         kind = kinds.pop()
-        if kind is None:
-            return False
+        if kind is None or not line.startswith(_SDK_OPENINGS):
+            return False  # no SDK-shaped answer: the general path, without a decode here
         body = line[:-1] if line.endswith(b"\n") else line
         if body.endswith(b"\r"):
             body = body[:-1]

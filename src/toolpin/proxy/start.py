@@ -137,19 +137,11 @@ def _locked_run(
 ) -> Any:
     """The lock entry of this server (a ``LockedRun``), ``None`` when the lock does not
     list it, or the exit code of a refusal."""
-    import json
 
-    from toolpin.core.render import visible
     from toolpin.errors import PackageError
 
-    quoted = json.dumps(visible(label), ensure_ascii=False)
     if lock is None:
-        return refuse(
-            label,
-            "--only-locked needs --lock FILE",
-            f"toolpin did not start {quoted}: --only-locked needs --lock. See the server log.",
-            server=sid,
-        )
+        return only_locked_without_lock(label, server=sid)
     from toolpin.team.run import prepare_locked_run
 
     try:
@@ -158,7 +150,7 @@ def _locked_run(
         return refuse(
             label,
             exc.diagnostics(),
-            f"toolpin did not start {quoted}: it does not run the package version the "
+            f"toolpin did not start {_quoted(label)}: it does not run the package version the "
             "lock approved. See the server log.",
             server=sid,
             review="toolpin lock --check",
@@ -168,6 +160,25 @@ def _locked_run(
     if locked is None:
         return not_in_lock(label, lock, server=sid, only_locked=only_locked)
     return locked
+
+
+def _quoted(label: str) -> str:
+    """The label as a JSON string, unsafe characters made visible (for client errors)."""
+    import json
+
+    from toolpin.core.render import visible
+
+    return json.dumps(visible(label), ensure_ascii=False)
+
+
+def only_locked_without_lock(label: str, *, server: str) -> int:
+    """Refuse ``--only-locked`` given without ``--lock``."""
+    return refuse(
+        label,
+        "--only-locked needs --lock FILE",
+        f"toolpin did not start {_quoted(label)}: --only-locked needs --lock. See the server log.",
+        server=server,
+    )
 
 
 def lock_unusable(label: str, exc: ToolpinError, *, server: str) -> int:
