@@ -18,8 +18,8 @@ CORE = Path(__file__).resolve().parents[2] / "src" / "toolpin" / "core"
 ALLOWED_TOOLPIN = ("toolpin.core", "toolpin.errors")
 ALLOWED_OTHERS = {
     "__future__", "collections", "dataclasses", "decimal", "difflib", "enum", "fractions",
-    "functools", "hashlib", "itertools", "json", "math", "re", "typing", "unicodedata",
-    "urllib", "rfc8785", "orjson",
+    "functools", "gc", "hashlib", "itertools", "json", "math", "re", "typing", "unicodedata",
+    "types", "urllib", "rfc8785", "orjson",
 }  # fmt: skip
 IO_CALLS = {"open", "print", "input"}
 

@@ -46,6 +46,7 @@ from typing import Any, Final
 
 import orjson as _orjson
 
+from toolpin.core.acyclic import collector_paused
 from toolpin.errors import JSONError
 
 JSONValue = Any
@@ -159,10 +160,28 @@ def parse_json(
     formatting. Objects keep the document's member order in both modes (the canonical
     form sorts; :func:`sorted_members` sorts for display).
     """
-    if numbers == "js" and (type(data) is bytes or type(data) is str):
-        fast = _fast_parse(data, allow_bom=allow_bom, max_depth=max_depth)
-        if fast is not _FALLBACK:
-            return fast
+    with collector_paused():  # a JSON tree holds no cycles (core/acyclic.py)
+        if numbers == "js" and (type(data) is bytes or type(data) is str):
+            fast = _fast_parse(data, allow_bom=allow_bom, max_depth=max_depth)
+            if fast is not _FALLBACK:
+                return fast
+        return _strict_parse(
+            data,
+            allow_bom=allow_bom,
+            allow_lone_surrogates=allow_lone_surrogates,
+            max_depth=max_depth,
+            numbers=numbers,
+        )
+
+
+def _strict_parse(
+    data: bytes | str,
+    *,
+    allow_bom: bool,
+    allow_lone_surrogates: bool,
+    max_depth: int,
+    numbers: str,
+) -> JSONValue:
     text = _decode(data, allow_bom=allow_bom)
     if numbers == "js":
         parse_float: Any = _js_number

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from toolpin.core.acyclic import collector_paused
 from toolpin.core.canonical import (
     EMPTY_SET_HASH,
     JSONValue,
@@ -183,6 +184,11 @@ class Listing:
     @classmethod
     def parse(cls, kind: Kind, raw_items: Iterable[JSONValue]) -> Listing:
         """Hash raw definitions (already parsed JSON) into a listing."""
+        with collector_paused():  # definitions hold only JSON trees (core/acyclic.py)
+            return cls._parse(kind, raw_items)
+
+    @classmethod
+    def _parse(cls, kind: Kind, raw_items: Iterable[JSONValue]) -> Listing:
         label = kind.value.replace("_", " ")
         values = list(raw_items)
         key_member = kind.key_member
@@ -460,6 +466,11 @@ def snapshot_from_export(pages: JSONValue | Sequence[JSONValue], *, paged: bool 
     With ``paged=False`` ``pages`` is one parsed document; with ``paged=True`` it is a
     sequence of parsed documents, the pages of one listing in any order.
     """
+    with collector_paused():  # definitions hold only JSON trees (core/acyclic.py)
+        return _export(pages, paged=paged)
+
+
+def _export(pages: JSONValue | Sequence[JSONValue], *, paged: bool) -> Export:
     docs: Sequence[JSONValue] = pages if paged else [pages]
     parts = _Parts()
     for doc in docs:
