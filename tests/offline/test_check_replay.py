@@ -101,9 +101,43 @@ def test_a_replayed_check_imports_only_the_replayer(pinned: Path, toolpin_home: 
     assert "toolpin.offline.remembered" in imported
     for heavy in ("toolpin.offline.check", "dataclasses", "typing", "pathlib", "json"):
         assert heavy not in imported, heavy
+    assert "_hashlib" not in imported  # small files: the interpreter's own SHA-256
     assert json.loads(
         subprocess.run(
             [sys.executable, "-m", "toolpin", *argv, "--json"],
             cwd=pinned, env=env, capture_output=True, timeout=60, text=True,
         ).stdout
     )["ok"] is True  # fmt: skip
+
+
+@pytest.mark.parametrize("size", [0, 1, 63, 64, 1000, 256 * 1024 - 1, 256 * 1024, 700_000])
+def test_each_sha256_source_is_the_same_function(size: int) -> None:
+    import hashlib
+
+    from toolpin.offline.remembered import sha256_function
+
+    data = os.urandom(size)
+    assert sha256_function(size)(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    assert sha256_function()(data).digest() == hashlib.sha256(data).digest()
+
+
+def test_a_large_check_is_replayed_with_openssl(tmp_path: Path, toolpin_home: Path) -> None:
+    tools = [
+        {"name": f"tool_{i}", "description": "x" * 600, "inputSchema": {"type": "object"}}
+        for i in range(600)
+    ]
+    listing = tmp_path / "big.json"
+    listing.write_text(json.dumps({"tools": tools}))
+    assert listing.stat().st_size > 256 * 1024
+    assert run_inprocess(["pin", "--listing", "big.json", "--lock", "b.lock"], tmp_path).exit == 0
+    argv = ["check", "--listing", "big.json", "--lock", "b.lock"]
+    assert run_inprocess(argv, tmp_path).exit == 0
+    env = {**os.environ, "PYTHONPATH": str(SRC), "TOOLPIN_HOME": str(toolpin_home)}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "toolpin", *argv],
+        cwd=tmp_path, env=env, capture_output=True, timeout=60, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    assert "toolpin.offline.remembered" in imported and "_hashlib" in imported
+    assert "toolpin.offline.check" not in imported

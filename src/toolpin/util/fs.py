@@ -14,8 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from toolpin.errors import InputError, StoreError
-
-ENV_HOME = "TOOLPIN_HOME"
+from toolpin.util.home import ENV_HOME
 
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 """The default cap of :func:`read_input` (the canonical parser's document limit)."""
