@@ -19,10 +19,18 @@ from toolpin.core.drift import (
     Drift,
     IdentityReport,
     compare,
+    compare_listings,
     description_diff,
     explain_change,
 )
-from toolpin.core.snapshot import Definition, Identity, Kind, Snapshot, snapshot_from_export
+from toolpin.core.snapshot import (
+    Definition,
+    Identity,
+    Kind,
+    Listing,
+    Snapshot,
+    snapshot_from_export,
+)
 
 WEATHER = {
     "name": "weather",
@@ -408,3 +416,15 @@ def test_description_diff_keeps_unicode_line_separators() -> None:
     assert description_diff("a\u2028b", "a\u2029b") != ()
     assert description_diff("same", "same") == ()
     assert description_diff(None, "x")[-1] == "+x"
+
+
+def test_a_listing_against_itself_is_unchanged_as_against_an_equal_copy() -> None:
+    listing = Listing.parse(
+        Kind.TOOL, [{"name": n, "description": n * 3} for n in ("b", "a", "é", "\U0001f600", "z")]
+    )
+    twin = Listing.parse(Kind.TOOL, [dict(d.value) for d in listing.items])
+    assert twin is not listing
+    assert compare_listings(Kind.TOOL, listing, listing) == compare_listings(
+        Kind.TOOL, listing, twin
+    )
+    assert compare_listings(Kind.TOOL, listing, listing)[1] == ("a", "b", "z", "é", "\U0001f600")

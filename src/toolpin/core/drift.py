@@ -240,6 +240,8 @@ def compare_listings(
     kind: Kind, old: Listing | Mapping[str, Definition], new: Listing | Mapping[str, Definition]
 ) -> tuple[list[ItemChange], tuple[str, ...]]:
     """Changes of one kind (added, removed, changed, each sorted by key) and the unchanged keys."""
+    if old is new and isinstance(new, Listing):  # one listing against itself
+        return [], tuple(sorted(d.key for d in new.items))
     old_map = old.by_key() if isinstance(old, Listing) else dict(old)
     new_map = new.by_key() if isinstance(new, Listing) else dict(new)
     added = sorted(k for k in new_map if k not in old_map)
