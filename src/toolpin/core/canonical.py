@@ -224,12 +224,8 @@ _FALLBACK: Final = object()
 _MAX_EXACT = 2**53
 
 
-def _fast_parse(data: bytes | str, *, allow_bom: bool, max_depth: int) -> Any:
-    """``orjson``'s value when it is exactly what the strict parser returns, else _FALLBACK.
-
-    Never raises: every fault (a syntax error, a repeated name, too deep, a lone
-    surrogate, too large) is left to the strict parser, which words the error.
-    """
+def _fast_load(data: bytes | str, *, allow_bom: bool) -> Any:
+    """``orjson``'s value of the document, numbers not yet settled, else _FALLBACK."""
     if isinstance(data, bytes):
         if len(data) > MAX_DOCUMENT_BYTES:
             return _FALLBACK
@@ -238,9 +234,22 @@ def _fast_parse(data: bytes | str, *, allow_bom: bool, max_depth: int) -> Any:
                 return _FALLBACK
             data = data[3:]
     try:
-        value = _orjson.loads(data)
+        return _orjson.loads(data)
     except ValueError:  # orjson.JSONDecodeError: the strict parser explains it
         return _FALLBACK
+
+
+def _fast_parse(data: bytes | str, *, allow_bom: bool, max_depth: int) -> Any:
+    """``orjson``'s value when it is exactly what the strict parser returns, else _FALLBACK.
+
+    Never raises: every fault (a syntax error, a repeated name, too deep, a lone
+    surrogate, too large) is left to the strict parser, which words the error.
+    """
+    value = _fast_load(data, allow_bom=allow_bom)
+    if value is _FALLBACK:
+        return _FALLBACK
+    if isinstance(data, bytes) and data.startswith(_BOM):
+        data = data[3:]
     kind = type(value)
     if kind is dict or kind is list:
         strings = _settle(value, max_depth)
@@ -311,6 +320,130 @@ def _settle_numbers(node: Any) -> None:
             fixed = _js_value(child)
             if fixed is not child:
                 node[key] = fixed
+
+
+def parse_json_around(
+    data: bytes,
+    find: Callable[[JSONValue], Sequence[list[JSONValue]]],
+    *,
+    allow_bom: bool = False,
+    max_depth: int = MAX_DEPTH,
+) -> tuple[JSONValue, dict[int, bytes]] | None:
+    """:func:`parse_json` of ``data`` together with the canonical bytes of every element of
+    the arrays ``find`` picks out of the parsed value (keyed by ``id`` of the element),
+    or None when that cannot be had this way (then parse with :func:`parse_json`, which
+    words every error, and encode with :func:`canonical_many_parsed`).
+
+    A saved listing is mostly its definitions, each of which is encoded anyway to be
+    hashed; this reads the document's strictness off those encodings instead of walking
+    the definitions a second time:
+
+    * repeated member names: ``orjson`` keeps the last of them, so the value then holds
+      fewer strings than the document spells. The strings outside the arrays are counted
+      on the value, those inside from the quotes of their encodings;
+    * nesting: the deepest array's own depth plus the deepest encoding's bracket depth;
+    * numbers: the encodings must be canonical as they are (:func:`_orjson_is_canonical`:
+      no integral or exponent-form double, no integer beyond 2^53, which are the numbers
+      :func:`parse_json` gives JavaScript semantics). Numbers outside the arrays are
+      settled in place, as :func:`parse_json` does.
+
+    ``find`` may raise; any exception it raises is the caller's to handle.
+    """
+    value = _fast_load(data, allow_bom=allow_bom)
+    if value is _FALLBACK or not (type(value) is dict or type(value) is list):
+        return None
+    arrays = find(value)
+    skip = {id(a) for a in arrays}
+    around = _settle_around(value, skip, max_depth)
+    if around is None:
+        return None
+    strings, deepest = around
+    dumps = _orjson.dumps
+    option = _ORJSON_OPTION
+    encoded: dict[int, bytes] = {}
+    outputs: list[bytes] = []
+    try:
+        for array in arrays:
+            for element in array:
+                out = dumps(element, option=option)
+                encoded[id(element)] = out
+                outputs.append(out)
+    except TypeError:  # orjson.JSONEncodeError: the general path decides
+        return None
+    joined = b"]".join(outputs)
+    if not _orjson_is_canonical(joined):
+        return None
+    body = data[3:] if data.startswith(_BOM) else data
+    if 2 * strings + _string_quotes(joined) != _string_quotes(body):
+        return None  # a repeated member name (or something stranger): the strict parser
+    if outputs and deepest + _bracket_depth(b"".join(outputs), max_depth) > max_depth:
+        return None
+    return value, encoded
+
+
+def _settle_around(root: Any, skip: set[int], limit: int) -> tuple[int, int] | None:
+    """:func:`_settle` of ``root`` without going into the arrays whose ``id`` is in
+    ``skip``: (strings outside them, depth of the deepest of them), None when too deep."""
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    strings = 0
+    deepest = 0
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return None
+        if id(node) in skip:
+            deepest = max(deepest, depth)
+            continue
+        if type(node) is dict:
+            children: Any = node.values()
+            strings += 2 * len(node)
+        else:
+            children = node
+            strings += len(node)
+        numbers = False
+        for child in children:
+            kind = type(child)
+            if kind is str:
+                continue
+            strings -= 1
+            if kind is dict or kind is list:
+                stack.append((child, depth + 1))
+            elif kind is int or kind is float:
+                numbers = True
+        if numbers:
+            _settle_numbers(node)
+    return strings, deepest
+
+
+_STRUCTURE_ONLY: Final = bytes(b for b in range(256) if b not in b'"[]{}')
+_SQUARE: Final = bytes.maketrans(b"{}", b"[]")
+_BRACKETED_STRING: Final = re.compile(rb'"[^"]*"')
+
+
+def _bracket_depth(encoded: bytes, limit: int) -> int:
+    """Nesting depth of arrays and objects in compact JSON text (``limit + 1`` when deeper
+    than ``limit``).
+
+    Strings are dropped first: escaped backslashes and quotes, then every byte but quotes
+    and brackets, then adjacent quotes (an empty string, or two strings with nothing
+    between, which only joins them), then the few strings left, which held brackets.
+    What remains is the brackets themselves, and each pass that drops every innermost
+    pair takes one level off.
+    """
+    text = encoded
+    if 0x5C in text:
+        text = text.replace(b"\\\\", b"").replace(b'\\"', b"")
+    text = text.translate(None, _STRUCTURE_ONLY).replace(b'""', b"")
+    if 0x22 in text:
+        text = _BRACKETED_STRING.sub(b"", text)
+    text = text.translate(_SQUARE)
+    depth = 0
+    while text:
+        if depth == limit:
+            return limit + 1
+        text = text.replace(b"[]", b"")
+        depth += 1
+    return depth
 
 
 def _string_quotes(doc: bytes | str) -> int:

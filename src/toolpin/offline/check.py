@@ -37,7 +37,14 @@ from typing import Any, TypeVar
 
 from toolpin.core.canonical import JSONValue, parse_json
 from toolpin.core.drift import Drift, IdentityReport, compare
-from toolpin.core.snapshot import KINDS, Export, Identity, Kind, snapshot_from_export
+from toolpin.core.snapshot import (
+    KINDS,
+    Export,
+    Identity,
+    Kind,
+    export_from_bytes,
+    snapshot_from_export,
+)
 from toolpin.errors import InputError, JSONError, ListingError, LockfileError, StoreError
 from toolpin.lockfile import verified as verified_locks
 from toolpin.lockfile.legacy import NOTE as LEGACY_NOTE
@@ -93,8 +100,10 @@ def load_listing(paths: Sequence[Path], raws: Sequence[bytes] | None = None) -> 
     if raws is None:
         raws = tuple(_read(p) for p in paths)
     raws = tuple(raws)
-    docs = [_parse_listing(p, data) for p, data in zip(paths, raws, strict=True)]
-    export = snapshot_from_export(docs, paged=True)
+    export = export_from_bytes(raws, allow_bom=True)  # parsed and hashed in one pass
+    if export is None:  # this path words every error
+        docs = [_parse_listing(p, data) for p, data in zip(paths, raws, strict=True)]
+        export = snapshot_from_export(docs, paged=True)
     return Listing(paths=tuple(paths), export=export, raw=raws)
 
 
