@@ -370,13 +370,13 @@ def parse_json_around(
                 outputs.append(out)
     except TypeError:  # orjson.JSONEncodeError: the general path decides
         return None
-    joined = b"]".join(outputs)
-    if not _orjson_is_canonical(joined):
+    if not _orjson_is_canonical(b"]".join(outputs)):
         return None
+    quotes, depth = _quotes_and_depth(b"".join(outputs), max_depth - deepest)
     body = data[3:] if data.startswith(_BOM) else data
-    if 2 * strings + _string_quotes(joined) != _string_quotes(body):
+    if 2 * strings + quotes != _string_quotes(body):
         return None  # a repeated member name (or something stranger): the strict parser
-    if outputs and deepest + _bracket_depth(b"".join(outputs), max_depth) > max_depth:
+    if outputs and deepest + depth > max_depth:
         return None
     return value, encoded
 
@@ -420,30 +420,33 @@ _SQUARE: Final = bytes.maketrans(b"{}", b"[]")
 _BRACKETED_STRING: Final = re.compile(rb'"[^"]*"')
 
 
-def _bracket_depth(encoded: bytes, limit: int) -> int:
-    """Nesting depth of arrays and objects in compact JSON text (``limit + 1`` when deeper
-    than ``limit``).
+def _quotes_and_depth(encoded: bytes, limit: int) -> tuple[int, int]:
+    """(string quotes, nesting depth of arrays and objects) of compact JSON text; the depth
+    is ``limit + 1`` when deeper than ``limit``.
 
-    Strings are dropped first: escaped backslashes and quotes, then every byte but quotes
-    and brackets, then adjacent quotes (an empty string, or two strings with nothing
-    between, which only joins them), then the few strings left, which held brackets.
-    What remains is the brackets themselves, and each pass that drops every innermost
-    pair takes one level off.
+    Escaped backslashes and quotes are dropped first, then every byte but quotes and
+    brackets (one pass over the text; the rest is short); the quotes are counted there.
+    Strings go next: adjacent quotes (an empty string, or two strings with nothing between,
+    which only joins them), then the few strings left, which held brackets. What remains
+    is the brackets themselves, and each pass that drops every innermost pair takes one
+    level off.
     """
     text = encoded
     if 0x5C in text:
         text = text.replace(b"\\\\", b"").replace(b'\\"', b"")
-    text = text.translate(None, _STRUCTURE_ONLY).replace(b'""', b"")
+    text = text.translate(None, _STRUCTURE_ONLY)
+    quotes = text.count(b'"')
+    text = text.replace(b'""', b"")
     if 0x22 in text:
         text = _BRACKETED_STRING.sub(b"", text)
     text = text.translate(_SQUARE)
     depth = 0
     while text:
-        if depth == limit:
-            return limit + 1
+        if depth >= limit:
+            return quotes, limit + 1
         text = text.replace(b"[]", b"")
         depth += 1
-    return depth
+    return quotes, depth
 
 
 def _string_quotes(doc: bytes | str) -> int:

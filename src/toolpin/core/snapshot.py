@@ -210,17 +210,20 @@ class Listing:
         cls, kind: Kind, values: list[dict[str, JSONValue]], encoded: _Encoded | None = None
     ) -> Listing:
         # every value is a dict with a string key member (checked by the caller);
-        # ``encoded``: the canonical bytes of each value, by id (parse_json_around)
+        # ``encoded``: the canonical bytes of each value, by id, of values that
+        # export_from_bytes parsed itself (nobody else holds them: they are not copied)
         key_member = kind.key_member
         sha256 = hashlib.sha256
         if encoded is None:
-            texts = canonical_many_parsed(values)
+            definitions = [
+                _definition(raw[key_member], sha256(data).hexdigest(), dict(raw))
+                for raw, data in zip(values, canonical_many_parsed(values), strict=True)
+            ]
         else:
-            texts = [encoded[id(raw)] for raw in values]
-        definitions = [
-            _definition(raw[key_member], sha256(data).hexdigest(), dict(raw))
-            for raw, data in zip(values, texts, strict=True)
-        ]
+            definitions = [
+                _definition(raw[key_member], sha256(encoded[id(raw)]).hexdigest(), raw)
+                for raw in values
+            ]
         return cls.of(kind, definitions)
 
     def by_key(self) -> dict[str, Definition]:
