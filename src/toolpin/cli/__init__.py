@@ -11,7 +11,6 @@ import os
 import sys
 
 from toolpin import __version__
-from toolpin.errors import ToolpinError
 
 TYPE_CHECKING = False  # typing is not imported on the start path (a cached `check`)
 if TYPE_CHECKING:
@@ -113,6 +112,8 @@ def main(argv: list[str] | None = None) -> None:
         if fast is not None:
             sys.exit(fast)
     import click
+
+    from toolpin.errors import ToolpinError  # not on the replayed check's path
 
     _register_commands()
     try:
