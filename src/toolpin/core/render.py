@@ -243,13 +243,14 @@ def line_diff(
 
 def definition_diff(old: JSONValue, new: JSONValue, *, name: str) -> list[Line]:
     """The diff of two versions of one definition, headed ``pinned/<name>``."""
+    return pretty_diff(pretty_lines(old), pretty_lines(new), name=name)
+
+
+def pretty_diff(old: Sequence[str], new: Sequence[str], *, name: str) -> list[Line]:
+    """:func:`definition_diff` of two definitions already pretty-printed
+    (:func:`pretty_lines`), for a caller that keeps those lines."""
     label = visible(name)
-    return line_diff(
-        pretty_lines(old),
-        pretty_lines(new),
-        old_label=f"pinned/{label}",
-        new_label=f"observed/{label}",
-    )
+    return line_diff(old, new, old_label=f"pinned/{label}", new_label=f"observed/{label}")
 
 
 def text_diff(old: str, new: str, *, name: str) -> list[Line]:

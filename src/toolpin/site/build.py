@@ -26,7 +26,13 @@ from toolpin.errors import InputError
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, badge_for
 from toolpin.site.cache import WorkCache, shard_of
-from toolpin.site.changes import ChangeSummary, change_html, change_view, view_of
+from toolpin.site.changes import (
+    ChangeSummary,
+    change_html,
+    change_view,
+    pretty_definition,
+    view_of,
+)
 from toolpin.site.fragments import compare_rows, history_items, version_options
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
 from toolpin.site.output import SiteWriter
@@ -894,7 +900,6 @@ def _compare_context(
 
 def _definitions(snapshot: Snapshot) -> list[dict[str, Any]]:
     """The current definitions in full, per kind (every line made visible)."""
-    from toolpin.core.render import pretty_lines
     from toolpin.core.snapshot import KINDS
 
     out: list[dict[str, Any]] = []
@@ -909,7 +914,7 @@ def _definitions(snapshot: Snapshot) -> list[dict[str, Any]]:
                     {
                         "key": d.key,
                         "hash": d.hash,
-                        "json": "\n".join(pretty_lines(d.value)),
+                        "json": "\n".join(pretty_definition(d)),
                     }
                     for d in listing.items
                 ],

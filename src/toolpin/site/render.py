@@ -7,6 +7,7 @@ autoescaping then makes the result inert HTML. Templates live in ``site/template
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Final
@@ -46,7 +47,12 @@ def show_multiline(value: object) -> str:
 
 def site_path(base_url: object) -> str:
     """The path of ``base_url`` (every link starts with it), ending in ``/``."""
-    path = urlsplit(base_url).path if isinstance(base_url, str) else "/"
+    return _site_path(base_url) if isinstance(base_url, str) else "/"
+
+
+@functools.lru_cache(maxsize=16)
+def _site_path(base_url: str) -> str:
+    path = urlsplit(base_url).path
     return path if path.endswith("/") else path + "/"
 
 
@@ -78,6 +84,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        auto_reload=False,  # the templates are toolpin's own files: no stat on every use
     )
     env.filters["v"] = show
     env.filters["vm"] = show_multiline
