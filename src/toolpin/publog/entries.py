@@ -16,8 +16,8 @@ from typing import Any, NoReturn
 import orjson
 import rfc8785
 
-from toolpin.core.canonical import JSONError, canonical_parsed
-from toolpin.errors import LogError
+from toolpin.core.canonical import canonical_parsed
+from toolpin.errors import JSONError, LogError
 
 MAX_ENTRY_BYTES = 0xFFFF
 BLOB_MEMBER = "blob"

@@ -33,6 +33,7 @@ from toolpin.site.changes import (
     pretty_definition,
     view_of,
 )
+from toolpin.site.forked import Apart, cores
 from toolpin.site.fragments import compare_rows, history_items, version_options
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
 from toolpin.site.output import SiteWriter
@@ -385,58 +386,80 @@ def _build(
     pages, explained = _all_servers(view, now, writer, env, context, meanwhile=the_log, cache=cache)
     shown = [p for p in pages.values() if not p.history.opted_out]
 
-    recent = _recent_changes(pages)
-    counts = _counts(view, pages, now)
-    writer.text(
-        "index.html",
-        _render(env, "index.html", **context, recent=recent, counts=counts, page="home"),
-    )
-    rows = [_row(p, now) for p in sorted(shown, key=_row_order)]
-    filters = {
-        "all": ("servers/index.html", "All servers", rows),
-        "changed": (
-            "servers/changed.html",
-            "Changed in the last 7 days",
-            [r for r in rows if r["state"] in ("changed", "changed-since")],
-        ),
-        "stale": (
-            "servers/stale.html",
-            "Not checked in more than 3 days",
-            [r for r in rows if r["state"] == "stale"],
-        ),
-    }
-    for key, (rel, title, chosen) in filters.items():
-        writer.text(
-            rel,
-            _render(
-                env,
-                "servers.html",
-                **context,
-                rows=chosen,
-                total=len(rows),
-                heading=title,
-                current=key,
-                page="servers",
-            ),
-        )
-    feeds.write_feeds(env, writer, view, pages, base_url)
-    api.write_api(writer, view, pages, now)
-
     hook_context = dict(context)
-    install = _hook("toolpin.site.install", "write_install_page")
     hooked: list[Path] = []
     fresh: list[Path] = []  # the hooks' files written this time (the rest were unchanged)
-    if install is not None:
-        hooked.extend(install(env, root, hook_context, on_write=fresh.append))
     reports = _hook("toolpin.site.reports", "write_report_pages")
+    pending: Apart[tuple[list[Path], list[Path]]] | None = None
     if reports is not None:
         # The reports read the log through their own view, with the explanations of every
-        # change made here and the audit done here (neither is repeated).
+        # change made here and the audit done here (neither is repeated); on a large log
+        # they are written by another process while this one writes the rest.
         hook_context["verifier"] = vkey
         hook_context["now"] = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         hook_context["report_known"] = explained
         hook_context["audited"] = view.audited
-        hooked.extend(reports(env, root, hook_context, view.log_dir, on_write=fresh.append))
+        pending = Apart(
+            _hooked_files,
+            reports,
+            env,
+            root,
+            hook_context,
+            view.log_dir,
+            apart=len(view.servers) >= PARALLEL_FROM and _workers() > 1,
+        )
+
+    def whole_log_pages() -> None:  # the index, lists, feeds, API and install page
+        recent = _recent_changes(pages)
+        counts = _counts(view, pages, now)
+        writer.text(
+            "index.html",
+            _render(env, "index.html", **context, recent=recent, counts=counts, page="home"),
+        )
+        rows = [_row(p, now) for p in sorted(shown, key=_row_order)]
+        filters = {
+            "all": ("servers/index.html", "All servers", rows),
+            "changed": (
+                "servers/changed.html",
+                "Changed in the last 7 days",
+                [r for r in rows if r["state"] in ("changed", "changed-since")],
+            ),
+            "stale": (
+                "servers/stale.html",
+                "Not checked in more than 3 days",
+                [r for r in rows if r["state"] == "stale"],
+            ),
+        }
+        for key, (rel, title, chosen) in filters.items():
+            writer.text(
+                rel,
+                _render(
+                    env,
+                    "servers.html",
+                    **context,
+                    rows=chosen,
+                    total=len(rows),
+                    heading=title,
+                    current=key,
+                    page="servers",
+                ),
+            )
+        feeds.write_feeds(env, writer, view, pages, base_url)
+        api.write_api(writer, view, pages, now)
+
+        install = _hook("toolpin.site.install", "write_install_page")
+        if install is not None:
+            hooked.extend(install(env, root, dict(context), on_write=fresh.append))
+
+    try:
+        whole_log_pages()
+        if pending is not None:
+            files, written_files = pending.result()
+            hooked.extend(files)
+            fresh.extend(written_files)
+    finally:
+        if pending is not None:
+            pending.close()
     # Their files belong to this build too (kept, or removed when no longer written).
     rels = {Path(p).relative_to(root).as_posix() for p in hooked} - writer.stats.keys()
     written = len(rels & {Path(p).relative_to(root).as_posix() for p in fresh})
@@ -451,6 +474,12 @@ def _build(
         unchanged=writer.unchanged,
         removed=removed,
     )
+
+
+def _hooked_files(writer: Callable[..., Any], *args: Any) -> tuple[list[Path], list[Path]]:
+    """A hook's files, and those of them it wrote (``writer(*args, on_write=...)``)."""
+    written: list[Path] = []
+    return list(writer(*args, on_write=written.append)), written
 
 
 def _row_order(page: ServerPage) -> tuple[str, str]:
@@ -729,13 +758,7 @@ def _task(task: _Task) -> tuple[list[_Done], dict[str, tuple[int, int]], int, in
 
 
 def _workers() -> int:
-    import os
-
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 4))
+    return cores()
 
 
 def _all_servers(
