@@ -171,7 +171,48 @@ COLLAPSE_AFTER: Final = 3
 
 def pretty_lines(value: JSONValue) -> list[str]:
     """Pretty-printed canonical JSON of ``value``, every line made visible."""
-    return [visible(line, multiline=False) for line in pretty_json(value).split("\n")]
+    return [visible(line, multiline=False) for line in _pretty(value).split("\n")]
+
+
+_EXACT: Final = 2**53 - 1
+
+
+def _plain(value: object) -> bool:
+    """Only objects with ASCII member names, arrays, strings, booleans, null and integers
+    a double holds exactly: values whose canonical member order and number spelling are
+    those of :func:`json.dumps`, so :func:`pretty_json` prints them as ``json.dumps`` with
+    ``indent=2`` and sorted keys does."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return -_EXACT <= value <= _EXACT  # type: ignore[operator]
+    if kind is dict:
+        return all(
+            type(k) is str and k.isascii() and _plain(v)
+            for k, v in value.items()  # type: ignore[attr-defined]
+        )
+    if kind is list:
+        return all(_plain(v) for v in value)  # type: ignore[attr-defined]
+    return False
+
+
+def _pretty(value: JSONValue) -> str:
+    """:func:`pretty_json` of ``value``; for a plain value (:func:`_plain`) written by
+    ``orjson``, whose indented, key-sorted output is ``json.dumps``' text for such values
+    (a lone surrogate, which orjson refuses, takes the general path)."""
+    try:
+        plain = _plain(value)
+    except RecursionError:
+        plain = False
+    if plain:
+        import orjson
+
+        try:
+            return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+        except TypeError:  # orjson.JSONEncodeError: a lone surrogate, too deep
+            pass
+    return pretty_json(value)
 
 
 WRAP_WIDTH: Final = 100

@@ -13,13 +13,14 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from toolpin.core.canonical import JSONValue
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange, compare
 from toolpin.core.render import Line, pretty_diff, pretty_lines, text_diff, visible
 from toolpin.core.snapshot import Definition, Snapshot
 from toolpin.report.text import change_details
+from toolpin.site.render import escape_text
 
 MAX_WORD_TOKENS: Final = 4000
 """Longer descriptions get a line diff instead (a word diff of them says nothing more)."""
@@ -224,7 +225,7 @@ def change_html(change: ChangeView) -> Markup:
     """The HTML of one change (what every page that shows a change shows): the counts,
     notes, and per definition its labels, word diff, schema findings by JSON path, the
     other review lines and the definition diff. Every string is escaped here."""
-    e = escape
+    e = escape_text
     out: list[str] = []
     if change.empty:
         out.append(
@@ -290,4 +291,5 @@ def change_html(change: ChangeView) -> Markup:
 
 
 def _lines(lines: tuple[Line, ...]) -> list[str]:
-    return [f'<span class="{escape(x.style or "ctx")}">{escape(x.text)}</span>\n' for x in lines]
+    e = escape_text
+    return [f'<span class="{e(x.style or "ctx")}">{e(x.text)}</span>\n' for x in lines]

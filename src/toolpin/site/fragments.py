@@ -2,9 +2,10 @@
 
 A server page's history and a compare page's list of versions are the site's hottest
 markup (one piece per log entry, 100,000 in a large log); building them with
-:func:`markupsafe.escape` directly costs a fraction of the template engine's per-expression
-work. Every string is escaped here, exactly as the templates' autoescaping would, and the
-pages that hold these fragments are still templates (``server.html``, ``compare.html``).
+:func:`toolpin.site.render.escape_text` directly costs a fraction of the template engine's
+per-expression work. Every string is escaped here, exactly as the templates' autoescaping
+would, and the pages that hold these fragments are still templates (``server.html``,
+``compare.html``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
+from toolpin.site.render import escape_text as escape
 from toolpin.site.render import when
 
 __all__ = ["compare_rows", "history_items", "version_options"]

@@ -29,7 +29,7 @@ META_CSP: Final = CSP.removesuffix("; frame-ancestors 'none'")
 """The same policy as a meta tag: browsers ignore ``frame-ancestors`` there (and report
 an error for it), so only the header carries it."""
 
-__all__ = ["CSP", "META_CSP", "environment", "show", "site_path"]
+__all__ = ["CSP", "META_CSP", "environment", "escape_text", "show", "site_path"]
 
 
 def show(value: object) -> str:
@@ -60,6 +60,21 @@ def _site_path(base_url: str) -> str:
 def href(context: Mapping[str, object], rel: str) -> str:
     """A link to ``rel`` (a path from the site root) under the path of ``base_url``."""
     return site_path(context.get("base_url")) + rel
+
+
+def escape_text(text: str) -> str:
+    """``text`` escaped exactly as :func:`markupsafe.escape` (and so autoescaping) escapes
+    it, as a plain ``str`` for a fragment being built (no :class:`Markup` per piece).
+    Anything but a plain ``str`` goes through :func:`markupsafe.escape` itself."""
+    if type(text) is not str:
+        return str(escape(text))
+    return (
+        text.replace("&", "&amp;")
+        .replace(">", "&gt;")
+        .replace("<", "&lt;")
+        .replace("'", "&#39;")
+        .replace('"', "&#34;")
+    )
 
 
 _STAMP: Final = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-\d{2}T\d{2}:\d{2}")
