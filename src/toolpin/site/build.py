@@ -818,6 +818,11 @@ def _all_servers(
             levels=levels,
             cache=cache,
         )
+        import gc
+
+        # The view is read-only from here: frozen, the workers' collections never walk it
+        # (nor copy its pages by touching them).
+        gc.freeze()
         try:
             with multiprocessing.get_context("fork").Pool(workers) as pool:
                 done = pool.imap_unordered(_task, tasks)
@@ -827,6 +832,7 @@ def _all_servers(
                     writer.merge(stats, written, unchanged)
         finally:
             _JOB.clear()
+            gc.unfreeze()
     pages: dict[str, ServerPage] = {}
     explained: Explained = {}
     for sid, badge, summaries, explains in sorted(results, key=lambda r: r[0]):
