@@ -34,7 +34,13 @@ from toolpin.site.changes import (
     view_of,
 )
 from toolpin.site.forked import Apart, cores
-from toolpin.site.fragments import compare_rows, history_items, version_options
+from toolpin.site.fragments import (
+    change_links,
+    compare_rows,
+    definitions_html,
+    history_items,
+    version_options,
+)
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
 from toolpin.site.output import SiteWriter
 from toolpin.site.render import CSP, environment, site_path
@@ -655,7 +661,8 @@ def _server_files(
             history_html=history_items(list(reversed(entries)), root),
             badge=badge,
             pairs=pairs,
-            definitions=current[1],
+            definitions_html=definitions_html(current[1]),
+            change_links=change_links([v.index for v in history.versions]),
             instructions=current[2],
             run_command=run_command(latest),
             page="server",

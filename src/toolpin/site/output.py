@@ -104,7 +104,13 @@ class SiteWriter:
         target = self._target(rel)
         parent = os.path.dirname(target)
         if parent not in self._dirs:
-            os.makedirs(parent, exist_ok=True)
+            try:
+                os.mkdir(parent)  # the common case: its parent exists
+            except FileExistsError:
+                if not os.path.isdir(parent):
+                    raise
+            except FileNotFoundError:
+                os.makedirs(parent, exist_ok=True)
             self._dirs.add(parent)
         return target
 
