@@ -177,7 +177,7 @@ def pretty_lines(value: JSONValue) -> list[str]:
 _EXACT: Final = 2**53 - 1
 
 
-def _plain(value: object) -> bool:
+def plain_json(value: object) -> bool:
     """Only objects with ASCII member names, arrays, strings, booleans, null and integers
     a double holds exactly: values whose canonical member order and number spelling are
     those of :func:`json.dumps`, so :func:`pretty_json` prints them as ``json.dumps`` with
@@ -189,20 +189,20 @@ def _plain(value: object) -> bool:
         return -_EXACT <= value <= _EXACT  # type: ignore[operator]
     if kind is dict:
         return all(
-            type(k) is str and k.isascii() and _plain(v)
+            type(k) is str and k.isascii() and plain_json(v)
             for k, v in value.items()  # type: ignore[attr-defined]
         )
     if kind is list:
-        return all(_plain(v) for v in value)  # type: ignore[attr-defined]
+        return all(plain_json(v) for v in value)  # type: ignore[attr-defined]
     return False
 
 
 def _pretty(value: JSONValue) -> str:
-    """:func:`pretty_json` of ``value``; for a plain value (:func:`_plain`) written by
+    """:func:`pretty_json` of ``value``; for a plain value (:func:`plain_json`) written by
     ``orjson``, whose indented, key-sorted output is ``json.dumps``' text for such values
     (a lone surrogate, which orjson refuses, takes the general path)."""
     try:
-        plain = _plain(value)
+        plain = plain_json(value)
     except RecursionError:
         plain = False
     if plain:
