@@ -608,7 +608,7 @@ def _server_files(
 
     def snap(version: Version) -> Snapshot:
         if version.index not in snapshots:
-            snapshots[version.index] = view.snapshot(version)
+            snapshots[version.index] = view.snapshot(version, keep=False)  # one server's
         return snapshots[version.index]
 
     entries: list[dict[str, Any]] = []

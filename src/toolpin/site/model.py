@@ -142,8 +142,9 @@ class LogView:
             self._blobs = BlobStore(self.log_dir)
         return self._blobs
 
-    def snapshot(self, version: Version) -> Snapshot:
-        """The definitions of ``version``, read from its blob and checked against it."""
+    def snapshot(self, version: Version, *, keep: bool = True) -> Snapshot:
+        """The definitions of ``version``, read from its blob and checked against it
+        (kept for the next call unless ``keep`` is false: a caller that keeps its own)."""
         if version.blob is None:
             raise InputError(f"entry {version.index} carries no definitions")
         cached = self._snapshots.get(version.blob)
@@ -163,7 +164,8 @@ class LogView:
         snap = entry.snapshot
         if snap.surface_hash() != version.surface:
             raise LogError(f"the definitions of entry {version.index} do not match its digest")
-        self._snapshots[version.blob] = snap
+        if keep:
+            self._snapshots[version.blob] = snap
         return snap
 
 
