@@ -510,11 +510,7 @@ def since_report(
         if cutoff is None:
             raise ValueError("give old_size or cutoff")
         old_size = next(
-            (
-                c.index
-                for c in view.changes
-                if (t := c.observed) is not None and t >= cutoff
-            ),
+            (c.index for c in view.changes if (t := c.observed) is not None and t >= cutoff),
             view.size,
         )
     if not 0 <= old_size <= view.size:
