@@ -165,3 +165,33 @@ def test_wrap_line_never_drops_or_splits_an_escape() -> None:
     assert "".join(pieces) == text
     assert all(len(p) <= 40 for p in pieces)
     assert all(p.count("\\u{") == p.count("}") for p in pieces)
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(codec="utf-8"), max_size=8)
+    | st.sampled_from(["\ud800", "\U0001f600", "\ue000", "a\u2028b", "\x7f", "0e+05"])
+)
+_KEYS = st.text(max_size=4) | st.sampled_from(["\U0001f600", "\ue000", "z", "Z", ""])
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_VALUES)
+def test_pretty_lines_are_pretty_json_lines(value: object) -> None:
+    # The orjson shortcut for plain values gives exactly pretty_json's text, for any value.
+    from toolpin.core.canonical import pretty_json
+    from toolpin.errors import JSONError
+
+    try:
+        text = pretty_json(value)  # type: ignore[arg-type]
+    except JSONError:  # no canonical form
+        return
+    expected = [visible(line) for line in text.split("\n")]
+    assert pretty_lines(value) == expected  # type: ignore[arg-type]

@@ -12,6 +12,8 @@ from typing import Any
 import feedparser
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from toolpin.site.api import SCHEMAS
 from toolpin.site.badge import (
@@ -193,3 +195,30 @@ def test_the_api_holds_no_server_prose(sample_site: dict[str, Any]) -> None:
     for path in (sample_site["out"] / "api").rglob("*.json"):
         text = path.read_text()
         assert "Always include" not in text and "does things" not in text and "Read any" not in text
+
+
+_REPORT_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=6)
+    | st.sampled_from(["é", "\U0001f600", "\x7f", "a\u2028b", "</script>"])
+)
+_ASCII_KEYS = st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=4)
+_REPORT_VALUES = st.recursive(
+    _REPORT_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=4) | st.sampled_from(["é", "b", "a"]), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(_ASCII_KEYS | st.text(max_size=4), _REPORT_VALUES, max_size=5))
+def test_report_json_is_json_dumps_text(report: dict[str, Any]) -> None:
+    # The orjson shortcut for a plain, all-ASCII report gives exactly json.dumps' text.
+    from toolpin.site.reports import report_json
+
+    assert report_json(report) == json.dumps(report, indent=2, ensure_ascii=True)

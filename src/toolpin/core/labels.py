@@ -16,6 +16,7 @@ any depth, titles, enums, parameter descriptions) or over the instructions text.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -111,13 +112,17 @@ _SIGNALS: Final = (
 )
 
 
+@functools.lru_cache(maxsize=256)
+def _signal_counts(text: str) -> tuple[int, ...]:
+    """How often each text signal matches ``text`` (kept for the texts seen last: a
+    definition is the new side of one change and the old side of the next)."""
+    return tuple(len(pattern.findall(text)) for pattern, _ in _SIGNALS)
+
+
 def text_signals(old: str, new: str) -> list[Label]:
     """The text labels that fire: more matches in ``new`` than in ``old``."""
-    fired = []
-    for pattern, label in _SIGNALS:
-        if len(pattern.findall(new)) > len(pattern.findall(old)):
-            fired.append(label)
-    return fired
+    before, after = _signal_counts(old), _signal_counts(new)
+    return [label for (_, label), a, b in zip(_SIGNALS, before, after, strict=True) if b > a]
 
 
 # ----------------------------------------------------------------------------- structure

@@ -171,7 +171,48 @@ COLLAPSE_AFTER: Final = 3
 
 def pretty_lines(value: JSONValue) -> list[str]:
     """Pretty-printed canonical JSON of ``value``, every line made visible."""
-    return [visible(line, multiline=False) for line in pretty_json(value).split("\n")]
+    return [visible(line, multiline=False) for line in _pretty(value).split("\n")]
+
+
+_EXACT: Final = 2**53 - 1
+
+
+def plain_json(value: object) -> bool:
+    """Only objects with ASCII member names, arrays, strings, booleans, null and integers
+    a double holds exactly: values whose canonical member order and number spelling are
+    those of :func:`json.dumps`, so :func:`pretty_json` prints them as ``json.dumps`` with
+    ``indent=2`` and sorted keys does."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return -_EXACT <= value <= _EXACT  # type: ignore[operator]
+    if kind is dict:
+        return all(
+            type(k) is str and k.isascii() and plain_json(v)
+            for k, v in value.items()  # type: ignore[attr-defined]
+        )
+    if kind is list:
+        return all(plain_json(v) for v in value)  # type: ignore[attr-defined]
+    return False
+
+
+def _pretty(value: JSONValue) -> str:
+    """:func:`pretty_json` of ``value``; for a plain value (:func:`plain_json`) written by
+    ``orjson``, whose indented, key-sorted output is ``json.dumps``' text for such values
+    (a lone surrogate, which orjson refuses, takes the general path)."""
+    try:
+        plain = plain_json(value)
+    except RecursionError:
+        plain = False
+    if plain:
+        import orjson
+
+        try:
+            return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+        except TypeError:  # orjson.JSONEncodeError: a lone surrogate, too deep
+            pass
+    return pretty_json(value)
 
 
 WRAP_WIDTH: Final = 100
@@ -243,13 +284,14 @@ def line_diff(
 
 def definition_diff(old: JSONValue, new: JSONValue, *, name: str) -> list[Line]:
     """The diff of two versions of one definition, headed ``pinned/<name>``."""
+    return pretty_diff(pretty_lines(old), pretty_lines(new), name=name)
+
+
+def pretty_diff(old: Sequence[str], new: Sequence[str], *, name: str) -> list[Line]:
+    """:func:`definition_diff` of two definitions already pretty-printed
+    (:func:`pretty_lines`), for a caller that keeps those lines."""
     label = visible(name)
-    return line_diff(
-        pretty_lines(old),
-        pretty_lines(new),
-        old_label=f"pinned/{label}",
-        new_label=f"observed/{label}",
-    )
+    return line_diff(old, new, old_label=f"pinned/{label}", new_label=f"observed/{label}")
 
 
 def text_diff(old: str, new: str, *, name: str) -> list[Line]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -140,11 +141,16 @@ class Change:
     def first(self) -> bool:
         return self.previous is None
 
-    @property
+    @functools.cached_property
+    def observed(self) -> dt.datetime | None:
+        """``observed_at`` as a time (read once: every report of a build asks)."""
+        return _parse_time(self.observed_at)
+
+    @functools.cached_property
     def gap(self) -> bool:
         if self.window_from is None:
             return False
-        start, end = _parse_time(self.window_from), _parse_time(self.observed_at)
+        start, end = _parse_time(self.window_from), self.observed
         if start is None or end is None:
             return False
         return end - start > dt.timedelta(hours=GAP_HOURS)
@@ -504,11 +510,7 @@ def since_report(
         if cutoff is None:
             raise ValueError("give old_size or cutoff")
         old_size = next(
-            (
-                c.index
-                for c in view.changes
-                if (t := _parse_time(c.observed_at)) is not None and t >= cutoff
-            ),
+            (c.index for c in view.changes if (t := c.observed) is not None and t >= cutoff),
             view.size,
         )
     if not 0 <= old_size <= view.size:
@@ -581,7 +583,7 @@ def monthly_report(view: LogView, month: str, *, generated_at: str) -> dict[str,
     start_time, end_time = _month_bounds(month)
 
     def when(change: Change) -> dt.datetime:
-        moment = _parse_time(change.observed_at)
+        moment = change.observed
         assert moment is not None
         return moment
 
@@ -678,7 +680,7 @@ def monthly_report(view: LogView, month: str, *, generated_at: str) -> dict[str,
 
 def _first_after(view: LogView, moment: dt.datetime) -> int:
     for change in view.changes:
-        observed = _parse_time(change.observed_at)
+        observed = change.observed
         if observed is not None and observed >= moment:
             return change.index
     return view.size

@@ -30,11 +30,12 @@ class BlobStore:
 
     def __init__(self, log_dir: str | Path) -> None:
         self.root = Path(log_dir)
+        self._folder = self.root / "blob" / "sha256"
 
     def path(self, ref: str) -> Path:
         if not BLOB_REF.fullmatch(ref):
             raise BlobError('a blob reference is "sha256:<64 lower-case hex>"')
-        return self.root / "blob" / "sha256" / ref.removeprefix("sha256:")
+        return self._folder / ref[7:]
 
     def put(self, data: bytes) -> str:
         """Store ``data`` (if not already there) and return its reference."""

@@ -26,8 +26,21 @@ from toolpin.errors import InputError
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, badge_for
 from toolpin.site.cache import WorkCache, shard_of
-from toolpin.site.changes import ChangeSummary, change_html, change_view, view_of
-from toolpin.site.fragments import compare_rows, history_items, version_options
+from toolpin.site.changes import (
+    ChangeSummary,
+    change_html,
+    change_view,
+    pretty_definition,
+    view_of,
+)
+from toolpin.site.forked import Apart, cores
+from toolpin.site.fragments import (
+    change_links,
+    compare_rows,
+    definitions_html,
+    history_items,
+    version_options,
+)
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
 from toolpin.site.output import SiteWriter
 from toolpin.site.render import CSP, environment, site_path
@@ -379,58 +392,80 @@ def _build(
     pages, explained = _all_servers(view, now, writer, env, context, meanwhile=the_log, cache=cache)
     shown = [p for p in pages.values() if not p.history.opted_out]
 
-    recent = _recent_changes(pages)
-    counts = _counts(view, pages, now)
-    writer.text(
-        "index.html",
-        _render(env, "index.html", **context, recent=recent, counts=counts, page="home"),
-    )
-    rows = [_row(p, now) for p in sorted(shown, key=_row_order)]
-    filters = {
-        "all": ("servers/index.html", "All servers", rows),
-        "changed": (
-            "servers/changed.html",
-            "Changed in the last 7 days",
-            [r for r in rows if r["state"] in ("changed", "changed-since")],
-        ),
-        "stale": (
-            "servers/stale.html",
-            "Not checked in more than 3 days",
-            [r for r in rows if r["state"] == "stale"],
-        ),
-    }
-    for key, (rel, title, chosen) in filters.items():
-        writer.text(
-            rel,
-            _render(
-                env,
-                "servers.html",
-                **context,
-                rows=chosen,
-                total=len(rows),
-                heading=title,
-                current=key,
-                page="servers",
-            ),
-        )
-    feeds.write_feeds(env, writer, view, pages, base_url)
-    api.write_api(writer, view, pages, now)
-
     hook_context = dict(context)
-    install = _hook("toolpin.site.install", "write_install_page")
     hooked: list[Path] = []
     fresh: list[Path] = []  # the hooks' files written this time (the rest were unchanged)
-    if install is not None:
-        hooked.extend(install(env, root, hook_context, on_write=fresh.append))
     reports = _hook("toolpin.site.reports", "write_report_pages")
+    pending: Apart[tuple[list[Path], list[Path]]] | None = None
     if reports is not None:
         # The reports read the log through their own view, with the explanations of every
-        # change made here and the audit done here (neither is repeated).
+        # change made here and the audit done here (neither is repeated); on a large log
+        # they are written by another process while this one writes the rest.
         hook_context["verifier"] = vkey
         hook_context["now"] = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         hook_context["report_known"] = explained
         hook_context["audited"] = view.audited
-        hooked.extend(reports(env, root, hook_context, view.log_dir, on_write=fresh.append))
+        pending = Apart(
+            _hooked_files,
+            reports,
+            env,
+            root,
+            hook_context,
+            view.log_dir,
+            apart=len(view.servers) >= PARALLEL_FROM and _workers() > 1,
+        )
+
+    def whole_log_pages() -> None:  # the index, lists, feeds, API and install page
+        recent = _recent_changes(pages)
+        counts = _counts(view, pages, now)
+        writer.text(
+            "index.html",
+            _render(env, "index.html", **context, recent=recent, counts=counts, page="home"),
+        )
+        rows = [_row(p, now) for p in sorted(shown, key=_row_order)]
+        filters = {
+            "all": ("servers/index.html", "All servers", rows),
+            "changed": (
+                "servers/changed.html",
+                "Changed in the last 7 days",
+                [r for r in rows if r["state"] in ("changed", "changed-since")],
+            ),
+            "stale": (
+                "servers/stale.html",
+                "Not checked in more than 3 days",
+                [r for r in rows if r["state"] == "stale"],
+            ),
+        }
+        for key, (rel, title, chosen) in filters.items():
+            writer.text(
+                rel,
+                _render(
+                    env,
+                    "servers.html",
+                    **context,
+                    rows=chosen,
+                    total=len(rows),
+                    heading=title,
+                    current=key,
+                    page="servers",
+                ),
+            )
+        feeds.write_feeds(env, writer, view, pages, base_url)
+        api.write_api(writer, view, pages, now)
+
+        install = _hook("toolpin.site.install", "write_install_page")
+        if install is not None:
+            hooked.extend(install(env, root, dict(context), on_write=fresh.append))
+
+    try:
+        whole_log_pages()
+        if pending is not None:
+            files, written_files = pending.result()
+            hooked.extend(files)
+            fresh.extend(written_files)
+    finally:
+        if pending is not None:
+            pending.close()
     # Their files belong to this build too (kept, or removed when no longer written).
     rels = {Path(p).relative_to(root).as_posix() for p in hooked} - writer.stats.keys()
     written = len(rels & {Path(p).relative_to(root).as_posix() for p in fresh})
@@ -445,6 +480,12 @@ def _build(
         unchanged=writer.unchanged,
         removed=removed,
     )
+
+
+def _hooked_files(writer: Callable[..., Any], *args: Any) -> tuple[list[Path], list[Path]]:
+    """A hook's files, and those of them it wrote (``writer(*args, on_write=...)``)."""
+    written: list[Path] = []
+    return list(writer(*args, on_write=written.append)), written
 
 
 def _row_order(page: ServerPage) -> tuple[str, str]:
@@ -567,7 +608,7 @@ def _server_files(
 
     def snap(version: Version) -> Snapshot:
         if version.index not in snapshots:
-            snapshots[version.index] = view.snapshot(version)
+            snapshots[version.index] = view.snapshot(version, keep=False)  # one server's
         return snapshots[version.index]
 
     entries: list[dict[str, Any]] = []
@@ -620,7 +661,8 @@ def _server_files(
             history_html=history_items(list(reversed(entries)), root),
             badge=badge,
             pairs=pairs,
-            definitions=current[1],
+            definitions_html=definitions_html(current[1]),
+            change_links=change_links([v.index for v in history.versions]),
             instructions=current[2],
             run_command=run_command(latest),
             page="server",
@@ -723,13 +765,7 @@ def _task(task: _Task) -> tuple[list[_Done], dict[str, tuple[int, int]], int, in
 
 
 def _workers() -> int:
-    import os
-
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 4))
+    return cores()
 
 
 def _all_servers(
@@ -789,6 +825,11 @@ def _all_servers(
             levels=levels,
             cache=cache,
         )
+        import gc
+
+        # The view is read-only from here: frozen, the workers' collections never walk it
+        # (nor copy its pages by touching them).
+        gc.freeze()
         try:
             with multiprocessing.get_context("fork").Pool(workers) as pool:
                 done = pool.imap_unordered(_task, tasks)
@@ -798,6 +839,7 @@ def _all_servers(
                     writer.merge(stats, written, unchanged)
         finally:
             _JOB.clear()
+            gc.unfreeze()
     pages: dict[str, ServerPage] = {}
     explained: Explained = {}
     for sid, badge, summaries, explains in sorted(results, key=lambda r: r[0]):
@@ -894,7 +936,6 @@ def _compare_context(
 
 def _definitions(snapshot: Snapshot) -> list[dict[str, Any]]:
     """The current definitions in full, per kind (every line made visible)."""
-    from toolpin.core.render import pretty_lines
     from toolpin.core.snapshot import KINDS
 
     out: list[dict[str, Any]] = []
@@ -909,7 +950,7 @@ def _definitions(snapshot: Snapshot) -> list[dict[str, Any]]:
                     {
                         "key": d.key,
                         "hash": d.hash,
-                        "json": "\n".join(pretty_lines(d.value)),
+                        "json": "\n".join(pretty_definition(d)),
                     }
                     for d in listing.items
                 ],

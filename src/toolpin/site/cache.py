@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
+import orjson
+
 __all__ = ["FORMAT", "WorkCache", "shard_of"]
 
 FORMAT: Final = 1
@@ -23,6 +25,22 @@ FORMAT: Final = 1
 
 def shard_of(server_id: str) -> str:
     return server_id[:2]
+
+
+def _read(path: Path) -> Any:
+    """A shard's document, or ``None`` when it cannot be read (then it is rebuilt)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        return orjson.loads(data)
+    except ValueError:  # orjson.JSONDecodeError; also a lone surrogate it will not read
+        pass
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
 
 
 class WorkCache:
@@ -40,10 +58,7 @@ class WorkCache:
             return found
         servers: dict[str, Any] = {}
         if self.folder is not None:
-            try:
-                doc = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                doc = None
+            doc = _read(self.folder / f"{key}.json")
             if (
                 isinstance(doc, dict)
                 and doc.get("v") == FORMAT
@@ -75,6 +90,9 @@ class WorkCache:
         ensure_private_dir(self.folder)
         for key in sorted(self._dirty):
             doc = {"v": FORMAT, "code": self.code, "servers": self._shards[key]}
-            data = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-            atomic_write(self.folder / f"{key}.json", data.encode("utf-8"), sync=False)
+            try:
+                data = orjson.dumps(doc)
+            except TypeError:  # orjson.JSONEncodeError: a lone surrogate in kept HTML
+                data = json.dumps(doc, separators=(",", ":")).encode("ascii")
+            atomic_write(self.folder / f"{key}.json", data, sync=False)
         self._dirty.clear()

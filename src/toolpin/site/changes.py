@@ -13,18 +13,22 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from toolpin.core.canonical import JSONValue
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange, compare
-from toolpin.core.render import Line, definition_diff, text_diff, visible
-from toolpin.core.snapshot import Snapshot
+from toolpin.core.render import Line, pretty_diff, pretty_lines, text_diff, visible
+from toolpin.core.snapshot import Definition, Snapshot
 from toolpin.report.text import change_details
+from toolpin.site.render import escape_text
 
 MAX_WORD_TOKENS: Final = 4000
 """Longer descriptions get a line diff instead (a word diff of them says nothing more)."""
 
 _TOKEN: Final = re.compile(r"\s+|\w+|[^\w\s]")
+
+_PRETTY: dict[str, list[str]] = {}
+_PRETTY_KEPT: Final = 512
 
 __all__ = [
     "ChangeSummary",
@@ -33,6 +37,7 @@ __all__ = [
     "LabelView",
     "change_html",
     "change_view",
+    "pretty_definition",
     "word_diff",
 ]
 
@@ -95,6 +100,18 @@ class ChangeView:
         )
 
 
+def pretty_definition(definition: Definition) -> list[str]:
+    """:func:`toolpin.core.render.pretty_lines` of a definition, kept by its hash for the
+    definitions seen last (each version of a definition is the new side of one change,
+    the old side of the next, and the current definitions are shown in full)."""
+    lines = _PRETTY.get(definition.hash)
+    if lines is None:
+        if len(_PRETTY) >= _PRETTY_KEPT:
+            _PRETTY.clear()
+        lines = _PRETTY[definition.hash] = pretty_lines(definition.value)
+    return lines
+
+
 def word_diff(old: str, new: str) -> tuple[tuple[str, str], ...]:
     """A word-by-word diff of two (raw) texts; every piece made visible."""
     a, b = _TOKEN.findall(old), _TOKEN.findall(new)
@@ -139,7 +156,11 @@ def _item(change: ItemChange) -> ItemView:
             for f in change.output_findings
         )
         details = tuple(text for text, _ in change_details(change))
-        diff = tuple(definition_diff(change.old.value, change.new.value, name=change.key))
+        diff = tuple(
+            pretty_diff(
+                pretty_definition(change.old), pretty_definition(change.new), name=change.key
+            )
+        )
     return ItemView(
         name=visible(change.display_name),
         status=change.status,
@@ -204,7 +225,7 @@ def change_html(change: ChangeView) -> Markup:
     """The HTML of one change (what every page that shows a change shows): the counts,
     notes, and per definition its labels, word diff, schema findings by JSON path, the
     other review lines and the definition diff. Every string is escaped here."""
-    e = escape
+    e = escape_text
     out: list[str] = []
     if change.empty:
         out.append(
@@ -270,4 +291,5 @@ def change_html(change: ChangeView) -> Markup:
 
 
 def _lines(lines: tuple[Line, ...]) -> list[str]:
-    return [f'<span class="{escape(x.style or "ctx")}">{escape(x.text)}</span>\n' for x in lines]
+    e = escape_text
+    return [f'<span class="{e(x.style or "ctx")}">{e(x.text)}</span>\n' for x in lines]

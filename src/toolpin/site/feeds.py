@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
 import jinja2
+from markupsafe import Markup
 
 from toolpin.core.render import visible
+from toolpin.site.render import escape_text
 
 if TYPE_CHECKING:
     from toolpin.site.build import ServerPage
@@ -29,7 +31,14 @@ MAX_ITEMS: Final = 200
 LABEL_KEY: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 EPOCH: Final = "1970-01-01T00:00:00Z"
 
-__all__ = ["FeedEntry", "entry_id", "server_entries", "write_feeds", "write_server_feed"]
+__all__ = [
+    "FeedEntry",
+    "atom_entries",
+    "entry_id",
+    "server_entries",
+    "write_feeds",
+    "write_server_feed",
+]
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,23 @@ def server_entries(origin: str, page: ServerPage, base: str) -> list[FeedEntry]:
     return out
 
 
+def atom_entries(entries: Sequence[FeedEntry]) -> Markup:
+    """The ``<entry>`` elements of a feed (built here, every string escaped as the
+    template's autoescaping would: a feed has one per change, 200 at most)."""
+    e = escape_text
+    out: list[str] = []
+    for item in entries:
+        out.append(
+            f"  <entry>\n    <id>{e(item.id)}</id>\n    <title>{e(item.title)}</title>\n"
+            f"    <updated>{e(item.updated)}</updated>\n"
+            f'    <link rel="alternate" type="text/html" href="{e(item.link)}"/>\n'
+            f'    <link rel="related" type="text/plain" href="{e(item.proof)}"/>\n'
+        )
+        out.extend(f'    <category term="{e(key)}"/>\n' for key in item.labels)
+        out.append(f'    <summary type="text">{e(item.summary)}</summary>\n  </entry>\n')
+    return Markup("".join(out))
+
+
 def _write(
     env: jinja2.Environment,
     writer: SiteWriter,
@@ -119,7 +145,7 @@ def _write(
         updated=updated,
         self_url=f"{base}{rel}.atom",
         alternate=f"{base}{alternate}",
-        entries=chosen,
+        entries_xml=atom_entries(chosen),
     )
     writer.text(f"{rel}.atom", atom)
     document: dict[str, Any] = {

@@ -2,21 +2,30 @@
 
 A server page's history and a compare page's list of versions are the site's hottest
 markup (one piece per log entry, 100,000 in a large log); building them with
-:func:`markupsafe.escape` directly costs a fraction of the template engine's per-expression
-work. Every string is escaped here, exactly as the templates' autoescaping would, and the
-pages that hold these fragments are still templates (``server.html``, ``compare.html``).
+:func:`toolpin.site.render.escape_text` directly costs a fraction of the template engine's
+per-expression work. Every string is escaped here, exactly as the templates' autoescaping
+would, and the pages that hold these fragments are still templates (``server.html``,
+``compare.html``).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
-from toolpin.site.render import when
+from toolpin.site.render import escape_text as escape
+from toolpin.site.render import show, when
 
-__all__ = ["compare_rows", "history_items", "version_options"]
+__all__ = [
+    "change_links",
+    "compare_rows",
+    "definitions_html",
+    "history_items",
+    "version_options",
+]
 
 
 def _counts(counts: Mapping[str, int]) -> str:
@@ -88,5 +97,31 @@ def compare_rows(rows: Sequence[Mapping[str, Any]], root: str) -> Markup:
             f"<td>{links or 'first recorded'}</td>\n"
             f"<td>{definitions}</td>\n"
             "</tr>\n"
+        )
+    return Markup("".join(out))
+
+
+def change_links(indices: Sequence[int]) -> Markup:
+    """The server page's link to each change on it (``indices``: its versions' entries)."""
+    return Markup(
+        "".join(
+            f'<li><a href="#entry-{b}">entry {a} → {b}</a> (on this page)</li>'
+            for a, b in itertools.pairwise(indices)
+        )
+    )
+
+
+def definitions_html(groups: Sequence[Mapping[str, Any]]) -> Markup:
+    """The current definitions in full, per kind (``kind``, ``items`` of ``key``, ``hash``
+    and ``json``, the lines already made visible)."""
+    out: list[str] = []
+    for group in groups:
+        items = group["items"]
+        out.append(f"<h3>{escape(str(group['kind']).capitalize())} ({len(items)})</h3>\n")
+        out.extend(
+            f'<details><summary><code>{escape(show(d["key"]))}</code> <code class="hash">'
+            f"{escape(d['hash'][:16])}</code></summary>\n"
+            f'<pre tabindex="0">{escape(d["json"])}</pre></details>\n'
+            for d in items
         )
     return Markup("".join(out))

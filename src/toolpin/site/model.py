@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError, LogError
+from toolpin.publog.blobs import BlobStore
 from toolpin.publog.checkpoint import Checkpoint
 from toolpin.publog.note import Verifier
 
@@ -126,6 +127,7 @@ class LogView:
     audited: Checkpoint | None = None
     """The checkpoint :func:`read_log`'s full audit verified."""
     _snapshots: dict[str, Snapshot] = field(default_factory=dict)
+    _blobs: BlobStore | None = None
 
     def versions(self) -> Iterator[tuple[ServerHistory, Version]]:
         """Every version of every server, in log order."""
@@ -133,17 +135,24 @@ class LogView:
         items.sort(key=lambda item: item[1].index)
         return iter(items)
 
-    def snapshot(self, version: Version) -> Snapshot:
-        """The definitions of ``version``, read from its blob and checked against it."""
+    def _blob_store(self) -> BlobStore:
+        if self._blobs is None:
+            from toolpin.publog.blobs import BlobStore
+
+            self._blobs = BlobStore(self.log_dir)
+        return self._blobs
+
+    def snapshot(self, version: Version, *, keep: bool = True) -> Snapshot:
+        """The definitions of ``version``, read from its blob and checked against it
+        (kept for the next call unless ``keep`` is false: a caller that keeps its own)."""
         if version.blob is None:
             raise InputError(f"entry {version.index} carries no definitions")
         cached = self._snapshots.get(version.blob)
         if cached is not None:
             return cached
         from toolpin.lockfile.native import entry_from_json
-        from toolpin.publog.blobs import BlobStore
 
-        data = BlobStore(self.log_dir).get(version.blob)
+        data = self._blob_store().get(version.blob)
         try:
             raw = json.loads(data)
             entry = entry_from_json(raw, path=Path(version.blob), name=f"entry {version.index}")
@@ -155,7 +164,8 @@ class LogView:
         snap = entry.snapshot
         if snap.surface_hash() != version.surface:
             raise LogError(f"the definitions of entry {version.index} do not match its digest")
-        self._snapshots[version.blob] = snap
+        if keep:
+            self._snapshots[version.blob] = snap
         return snap
 
 
@@ -258,33 +268,31 @@ def _optout(log_dir: Path) -> frozenset[str]:
     return load_optout([log_dir])
 
 
-def read_log(log_dir: Path, vkey: Verifier, *, state: Path | None = None) -> LogView:
-    """Verify the log in ``log_dir`` against ``vkey`` and read every server's history.
+APART_FROM: Final = 4000
+"""Entries from which the log is read while another process audits it (two cores)."""
 
-    Raises :class:`UnverifiedLogError` (exit 1) when the log does not verify.
-    """
+
+@dataclass
+class _Entries:
+    """What one reading of the log's entries gives (before the audit's verdict)."""
+
+    checkpoint: Checkpoint | None
+    note: str
+    servers: dict[str, ServerHistory]
+    unreadable: int
+    leaves: list[bytes]
+
+
+def _read_entries(log_dir: Path) -> _Entries:
     from toolpin.publog.entries import decode_entry
     from toolpin.publog.merkle import leaf_hash
     from toolpin.publog.tiles import TileLog
-    from toolpin.publog.verify import verify_log
 
-    result = verify_log(log_dir, vkey)
-    if not result.ok or result.checkpoint is None:
-        if result.exit_code == 2:
-            raise InputError(result.reason)
-        raise UnverifiedLogError(
-            f"the log does not verify: {result.reason}",
-            advice="No site is built from a log that does not verify.",
-        )
-    checkpoint: Checkpoint = result.checkpoint
     log = TileLog.open(log_dir)
-    note = log.checkpoint_note or ""
-    if log.checkpoint != checkpoint:
-        raise UnverifiedLogError("the log changed while it was being read; build again")
     servers: dict[str, ServerHistory] = {}
     unreadable = 0
     leaves: list[bytes] = []
-    for index, raw in enumerate(log.iter_entries(0, checkpoint.size)):
+    for index, raw in enumerate(log.iter_entries(0, log.size)):
         leaf = leaf_hash(raw)
         leaves.append(leaf)
         try:
@@ -298,6 +306,57 @@ def read_log(log_dir: Path, vkey: Verifier, *, state: Path | None = None) -> Log
             continue
         server_id, version = found
         servers.setdefault(server_id, ServerHistory(server_id)).versions.append(version)
+    return _Entries(log.checkpoint, log.checkpoint_note or "", servers, unreadable, leaves)
+
+
+def _unverified_size(log_dir: Path) -> int:
+    """The size the log's checkpoint claims (only to choose how to read it)."""
+    from toolpin.publog.tiles import TileLog
+
+    try:
+        checkpoint = TileLog.open(log_dir).checkpoint
+    except (LogError, OSError):
+        return 0
+    return checkpoint.size if checkpoint is not None else 0
+
+
+def read_log(log_dir: Path, vkey: Verifier, *, state: Path | None = None) -> LogView:
+    """Verify the log in ``log_dir`` against ``vkey`` and read every server's history.
+
+    Raises :class:`UnverifiedLogError` (exit 1) when the log does not verify. On a large
+    log with two cores the entries are read while another process audits the log; what
+    was read is used only once the audit says the log verifies, at the checkpoint read.
+    """
+    from toolpin.publog.verify import verify_log
+    from toolpin.site.forked import Apart, cores
+
+    apart = cores() > 1 and _unverified_size(log_dir) >= APART_FROM
+    audit = Apart(verify_log, log_dir, vkey, apart=apart)
+    entries: _Entries | Exception | None = None
+    try:
+        if apart:
+            try:
+                entries = _read_entries(log_dir)
+            except (LogError, InputError, OSError) as exc:
+                entries = exc  # the audit's verdict comes first
+        result = audit.result()
+    finally:
+        audit.close()
+    if not result.ok or result.checkpoint is None:
+        if result.exit_code == 2:
+            raise InputError(result.reason)
+        raise UnverifiedLogError(
+            f"the log does not verify: {result.reason}",
+            advice="No site is built from a log that does not verify.",
+        )
+    checkpoint: Checkpoint = result.checkpoint
+    if isinstance(entries, Exception):
+        raise entries
+    if entries is None:
+        entries = _read_entries(log_dir)
+    if entries.checkpoint != checkpoint:
+        raise UnverifiedLogError("the log changed while it was being read; build again")
+    servers = entries.servers
     live = _liveness(state)
     names = _optout(log_dir)
     for history in servers.values():
@@ -311,10 +370,12 @@ def read_log(log_dir: Path, vkey: Verifier, *, state: Path | None = None) -> Log
         size=checkpoint.size,
         root=checkpoint.root_b64,
         time=time,
-        note=note,
+        note=entries.note,
         vkey=vkey.text,
     )
-    return LogView(site_checkpoint, servers, log_dir, unreadable, leaves, checkpoint)
+    return LogView(
+        site_checkpoint, servers, log_dir, entries.unreadable, entries.leaves, checkpoint
+    )
 
 
 def _listed(history: ServerHistory, names: frozenset[str]) -> bool:

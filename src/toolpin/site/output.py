@@ -26,7 +26,9 @@ from toolpin.util.fs import atomic_write
 
 MANIFEST: Final = ".toolpin-site"
 _HEADER: Final = "toolpin-site 1 "
-_SAFE_PART: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_SAFE_PART: Final = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+_SAFE_PATH: Final = re.compile(rf"(?:{_SAFE_PART}/)*{_SAFE_PART}")
+"""A relative path whose every part is a safe name (no ``..``, no empty or hidden part)."""
 
 __all__ = ["MANIFEST", "SiteWriter"]
 
@@ -51,6 +53,7 @@ class SiteWriter:
         self._previous: dict[str, tuple[int, int]] = {}
         self._previous_inputs: str | None = None
         self._tmp = f".{os.getpid()}.tmp"
+        self._prefix = os.path.join(root, "")
         if manifest:
             self._read_manifest()
 
@@ -76,10 +79,9 @@ class SiteWriter:
                 self._previous[parts[0]] = (int(parts[1]), int(parts[2]))
 
     def _target(self, rel: str) -> str:
-        parts = rel.split("/")
-        if not rel or any(not _SAFE_PART.fullmatch(p) for p in parts):
+        if not _SAFE_PATH.fullmatch(rel):
             raise InputError(f"internal error: unsafe site path {rel!r}")
-        return os.path.join(self.root, *parts)
+        return self._prefix + rel
 
     def up_to_date(self, inputs: str) -> bool:
         """True when the last build had these inputs and its files are all as it left them."""
@@ -102,7 +104,13 @@ class SiteWriter:
         target = self._target(rel)
         parent = os.path.dirname(target)
         if parent not in self._dirs:
-            os.makedirs(parent, exist_ok=True)
+            try:
+                os.mkdir(parent)  # the common case: its parent exists
+            except FileExistsError:
+                if not os.path.isdir(parent):
+                    raise
+            except FileNotFoundError:
+                os.makedirs(parent, exist_ok=True)
             self._dirs.add(parent)
         return target
 

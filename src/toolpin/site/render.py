@@ -7,6 +7,7 @@ autoescaping then makes the result inert HTML. Templates live in ``site/template
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Final
@@ -28,7 +29,7 @@ META_CSP: Final = CSP.removesuffix("; frame-ancestors 'none'")
 """The same policy as a meta tag: browsers ignore ``frame-ancestors`` there (and report
 an error for it), so only the header carries it."""
 
-__all__ = ["CSP", "META_CSP", "environment", "show", "site_path"]
+__all__ = ["CSP", "META_CSP", "environment", "escape_text", "show", "site_path"]
 
 
 def show(value: object) -> str:
@@ -46,7 +47,12 @@ def show_multiline(value: object) -> str:
 
 def site_path(base_url: object) -> str:
     """The path of ``base_url`` (every link starts with it), ending in ``/``."""
-    path = urlsplit(base_url).path if isinstance(base_url, str) else "/"
+    return _site_path(base_url) if isinstance(base_url, str) else "/"
+
+
+@functools.lru_cache(maxsize=16)
+def _site_path(base_url: str) -> str:
+    path = urlsplit(base_url).path
     return path if path.endswith("/") else path + "/"
 
 
@@ -54,6 +60,21 @@ def site_path(base_url: object) -> str:
 def href(context: Mapping[str, object], rel: str) -> str:
     """A link to ``rel`` (a path from the site root) under the path of ``base_url``."""
     return site_path(context.get("base_url")) + rel
+
+
+def escape_text(text: str) -> str:
+    """``text`` escaped exactly as :func:`markupsafe.escape` (and so autoescaping) escapes
+    it, as a plain ``str`` for a fragment being built (no :class:`Markup` per piece).
+    Anything but a plain ``str`` goes through :func:`markupsafe.escape` itself."""
+    if type(text) is not str:
+        return str(escape(text))
+    return (
+        text.replace("&", "&amp;")
+        .replace(">", "&gt;")
+        .replace("<", "&lt;")
+        .replace("'", "&#39;")
+        .replace('"', "&#34;")
+    )
 
 
 _STAMP: Final = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-\d{2}T\d{2}:\d{2}")
@@ -78,6 +99,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        auto_reload=False,  # the templates are toolpin's own files: no stat on every use
     )
     env.filters["v"] = show
     env.filters["vm"] = show_multiline

@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import orjson
 
+from toolpin.core.render import plain_json
 from toolpin.crawl.report import LogView, load_view, monthly_report, since_report
 from toolpin.errors import InputError
 from toolpin.site.output import write_if_changed
 
-__all__ = ["months_of", "write_report_pages"]
+__all__ = ["months_of", "report_json", "write_report_pages"]
 
 
 def months_of(view: LogView, until: str = "") -> list[str]:
@@ -42,6 +44,24 @@ def months_of(view: LogView, until: str = "") -> list[str]:
         out.append(f"{year:04d}-{month:02d}")
         year, month = (year + 1, 1) if month == 12 else (year, month + 1)
     return out
+
+
+def report_json(report: Mapping[str, Any]) -> str:
+    """``json.dumps(report, indent=2, ensure_ascii=True)``: for a plain report (see
+    :func:`toolpin.core.render.plain_json`) written by orjson, whose indented output in
+    member order is that text when it is all printable ASCII."""
+    try:
+        plain = plain_json(report)
+    except RecursionError:
+        plain = False
+    if plain:
+        try:
+            text = orjson.dumps(report, option=orjson.OPT_INDENT_2).decode()
+        except TypeError:  # orjson.JSONEncodeError
+            text = ""
+        if text and text.isascii() and "\x7f" not in text:  # json escapes DEL as well
+            return text
+    return json.dumps(report, indent=2, ensure_ascii=True)
 
 
 def _view(log: LogView | str | Path, context: Mapping[str, Any]) -> LogView:
@@ -107,14 +127,14 @@ def write_report_pages(
     summaries = []
     for month in months:
         report = monthly_report(view, month, generated_at=generated)
-        emit(f"{month}.json", (json.dumps(report, indent=2, ensure_ascii=True) + "\n").encode())
+        emit(f"{month}.json", (report_json(report) + "\n").encode())
         page = env.get_template("report_month.html").render(
             **context, report=report, page_path=f"reports/{month}.html"
         )
         emit(f"{month}.html", page.encode("utf-8"))
         summaries.append(report)
     latest = since_report(view, cutoff=moment - dt.timedelta(hours=24), generated_at=generated)
-    emit("latest.json", (json.dumps(latest, indent=2, ensure_ascii=True) + "\n").encode())
+    emit("latest.json", (report_json(latest) + "\n").encode())
     emit(
         "latest.html",
         env.get_template("report_since.html")
