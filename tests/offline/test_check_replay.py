@@ -88,20 +88,26 @@ def test_other_bytes_no_cache_and_a_foreign_directory_are_never_replayed(
     assert replay([str(listing)], str(pinned / "t.lock"), None, "text") == 0
 
 
+def _imported_by(argv: list[str], cwd: Path, home: Path) -> set[str]:
+    """The modules a successful ``toolpin ARGV`` process imported (``-X importtime``)."""
+    env = {**os.environ, "PYTHONPATH": str(SRC), "TOOLPIN_HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "toolpin", *argv],
+        cwd=cwd, env=env, capture_output=True, timeout=60, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+
+
 def test_a_replayed_check_imports_only_the_replayer(pinned: Path, toolpin_home: Path) -> None:
     argv = ["check", "--listing", "tools-list.json", "--lock", "t.lock"]
     assert run_inprocess(argv, pinned).exit == 0
-    env = {**os.environ, "PYTHONPATH": str(SRC), "TOOLPIN_HOME": str(toolpin_home)}
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "toolpin", *argv],
-        cwd=pinned, env=env, capture_output=True, timeout=60, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    imported = _imported_by(argv, pinned, toolpin_home)
     assert "toolpin.offline.remembered" in imported
     for heavy in ("toolpin.offline.check", "dataclasses", "typing", "pathlib", "json"):
         assert heavy not in imported, heavy
     assert "_hashlib" not in imported  # small files: the interpreter's own SHA-256
+    env = {**os.environ, "PYTHONPATH": str(SRC), "TOOLPIN_HOME": str(toolpin_home)}
     assert json.loads(
         subprocess.run(
             [sys.executable, "-m", "toolpin", *argv, "--json"],
@@ -132,12 +138,6 @@ def test_a_large_check_is_replayed_with_openssl(tmp_path: Path, toolpin_home: Pa
     assert run_inprocess(["pin", "--listing", "big.json", "--lock", "b.lock"], tmp_path).exit == 0
     argv = ["check", "--listing", "big.json", "--lock", "b.lock"]
     assert run_inprocess(argv, tmp_path).exit == 0
-    env = {**os.environ, "PYTHONPATH": str(SRC), "TOOLPIN_HOME": str(toolpin_home)}
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "toolpin", *argv],
-        cwd=tmp_path, env=env, capture_output=True, timeout=60, text=True,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    imported = _imported_by(argv, tmp_path, toolpin_home)
     assert "toolpin.offline.remembered" in imported and "_hashlib" in imported
     assert "toolpin.offline.check" not in imported

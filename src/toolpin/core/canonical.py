@@ -252,10 +252,10 @@ def _fast_parse(data: bytes | str, *, allow_bom: bool, max_depth: int) -> Any:
         data = data[3:]
     kind = type(value)
     if kind is dict or kind is list:
-        strings = _settle(value, max_depth)
+        settled = _settle(value, max_depth)
         # orjson keeps the last of repeated member names: then the value holds fewer
         # strings (member names and string values) than the document spells.
-        if strings is None or 2 * strings != _string_quotes(data):
+        if settled is None or 2 * settled[0] != _string_quotes(data):
             return _FALLBACK
         return value
     if kind is int or kind is float:
@@ -275,20 +275,26 @@ def _js_value(number: Any) -> Any:
     return number
 
 
-def _settle(root: Any, limit: int) -> int | None:
+def _settle(root: Any, limit: int, skip: frozenset[int] = frozenset()) -> tuple[int, int] | None:
     """Give every number JavaScript semantics in place and count the strings (member
-    names and string values) in ``root``; None when nested deeper than ``limit``
-    (containers only, the root at depth 1, as :func:`_check_depth`)."""
+    names and string values) in ``root``, without going into the containers whose ``id``
+    is in ``skip``: (that count, the depth of the deepest skipped container, 0 if none),
+    None when nested deeper than ``limit`` (containers only, the root at depth 1, as
+    :func:`_check_depth`)."""
     level = [root]
     depth = 1
     strings = 0
     others = 0  # values that are not strings
+    deepest = 0
     while level:
         if depth > limit:
             return None
         deeper: list[Any] = []
         push = deeper.append
         for node in level:
+            if skip and id(node) in skip:
+                deepest = depth
+                continue
             numbers = False
             if type(node) is dict:
                 children: Any = node.values()
@@ -309,7 +315,7 @@ def _settle(root: Any, limit: int) -> int | None:
                 _settle_numbers(node)
         level = deeper
         depth += 1
-    return strings - others
+    return strings - others, deepest
 
 
 def _settle_numbers(node: Any) -> None:
@@ -353,11 +359,10 @@ def parse_json_around(
     if value is _FALLBACK or not (type(value) is dict or type(value) is list):
         return None
     arrays = find(value)
-    skip = {id(a) for a in arrays}
-    around = _settle_around(value, skip, max_depth)
-    if around is None:
+    settled = _settle(value, max_depth, frozenset(id(a) for a in arrays))
+    if settled is None:
         return None
-    strings, deepest = around
+    strings, deepest = settled
     dumps = _orjson.dumps
     option = _ORJSON_OPTION
     encoded: dict[int, bytes] = {}
@@ -379,40 +384,6 @@ def parse_json_around(
     if outputs and deepest + depth > max_depth:
         return None
     return value, encoded
-
-
-def _settle_around(root: Any, skip: set[int], limit: int) -> tuple[int, int] | None:
-    """:func:`_settle` of ``root`` without going into the arrays whose ``id`` is in
-    ``skip``: (strings outside them, depth of the deepest of them), None when too deep."""
-    stack: list[tuple[Any, int]] = [(root, 1)]
-    strings = 0
-    deepest = 0
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return None
-        if id(node) in skip:
-            deepest = max(deepest, depth)
-            continue
-        if type(node) is dict:
-            children: Any = node.values()
-            strings += 2 * len(node)
-        else:
-            children = node
-            strings += len(node)
-        numbers = False
-        for child in children:
-            kind = type(child)
-            if kind is str:
-                continue
-            strings -= 1
-            if kind is dict or kind is list:
-                stack.append((child, depth + 1))
-            elif kind is int or kind is float:
-                numbers = True
-        if numbers:
-            _settle_numbers(node)
-    return strings, deepest
 
 
 _STRUCTURE_ONLY: Final = bytes(b for b in range(256) if b not in b'"[]{}')

@@ -320,15 +320,22 @@ def _check_toolpin(
     listing: Listing, lock: Lockfile, lock_path: Path, entry_name: str | None
 ) -> CheckResult:
     name, entry = _pick_entry(lock.servers, entry_name, listing.export.snapshot.identity, lock_path)
-    drift = compare(entry.snapshot, listing.export.snapshot)
-    notes = tuple(f"not checked: {part}" for part in drift.not_checked)
+    return _toolpin_result(compare(entry.snapshot, listing.export.snapshot), entry, name, listing)
+
+
+def _toolpin_result(
+    drift: Drift,
+    entry: LockEntry | verified_locks.EntrySummary,
+    name: str,
+    listing: Listing,
+) -> CheckResult:
     return CheckResult(
         drift=drift,
         lock_format="toolpin",
         source=entry.source,
         pinned_at=entry.pinned_at,
         entry_name=name,
-        notes=notes,
+        notes=tuple(f"not checked: {part}" for part in drift.not_checked),
         partial=listing.export.partial,
     )
 
@@ -359,16 +366,7 @@ def _check_summary(
     if entry.instructions_known and entry.instructions_hash != current.instructions_hash:
         return None
     pinned_snapshot = replace(current, identity=entry.identity)
-    drift = compare(pinned_snapshot, current)
-    return CheckResult(
-        drift=drift,
-        lock_format="toolpin",
-        source=entry.source,
-        pinned_at=entry.pinned_at,
-        entry_name=name,
-        notes=tuple(f"not checked: {part}" for part in drift.not_checked),
-        partial=listing.export.partial,
-    )
+    return _toolpin_result(compare(pinned_snapshot, current), entry, name, listing)
 
 
 def _check_legacy(listing: Listing, lock_path: Path, lock_doc: JSONValue) -> CheckResult:
