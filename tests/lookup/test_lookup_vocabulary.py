@@ -64,7 +64,7 @@ def _assert_closed(answer: dict[str, Any], text: str) -> None:
 )
 @given(
     server_name=hostile,
-    tool_name=hostile,
+    tool_name=hostile.filter(str.strip),  # a blank tool name is refused by every listing
     description=hostile,
     label=hostile,
     package=hostile,
