@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolpin.core import labels as lab
 from toolpin.core.canonical import canonical_json, parse_json
@@ -50,6 +52,77 @@ def test_hidden_counts_control_escapes_in_canonical_json_only_when_real() -> Non
     literal_backslash = canonical_json(parse_json('{"d": "x\\\\u001b"}'))
     assert keys(lab.text_signals(old, escaped_control)) == ["hidden"]
     assert keys(lab.text_signals(old, literal_backslash)) == []
+
+
+def _all_matches(text: str) -> tuple[int, ...]:
+    return tuple(len(pattern.findall(text)) for pattern, _ in lab._SIGNALS)
+
+
+_PIECES = (  # the words of the patterns, written out here (not taken from the gates)
+    "ignore ", "before ", "you ", "must ", "always ", "never ", "do not ", "don",
+    "without ", "system prompt", "instead of the user", "pass", "send", "forward",
+    "upload", "include", "attach", "post", "important>", "~/", "$home", "%userprofile%",
+    "/home/", ".ssh", "id_rsa", "id_ed25519", ".env", ".aws", ".kube", ".npmrc", ".netrc",
+    "credential", "password", "passwd", "secret", "private key", "api", "api_key",
+    "apikeys", "access", "access-token", "bearer", "seed phrase", "wallet",
+    "all", "the", "calling", "using", "must", "should", "need to", "always", "first",
+    "tell", "mention", "reveal", "ask", "telling", "asking", "informing", "inform",
+    "running", "previous", "any", "read", "call", "never", "instead", "user", "'t", "t ",
+    "contents", "file", "notes",
+    "history", "messages", "keys", "tokens", "credentials", "key", "token", "_", "-", " ",
+    "<", "/", ">", "<!--", "\\u00", "\\u001b", "\\\\", "1", "12.", "10.0.0.1", "a@b.co",
+    "https://x.example/", "http:", ".", "=", "QUJD" * 12, "QUJD" * 11, "A+/", "\x7f",
+    "\x00", "\t", "\n", "\u200b", "\u017f", "\u212a", "\u0130", "\u0131", "\U000e0041", "é",
+)  # fmt: skip
+
+
+@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_PIECES).flatmap(
+                lambda piece: st.sampled_from([piece, piece.upper(), piece.title()])
+            ),
+            st.text(st.characters(max_codepoint=0x7F), max_size=4),
+            st.text(max_size=3),
+        ),
+        max_size=24,
+    ).map("".join)
+)
+def test_gated_signal_counts_equal_every_pattern_run(text: str) -> None:
+    """The gates only skip a pattern that cannot match: the counts are those of running
+    every pattern, for any text (ASCII or not, any case)."""
+    assert lab._signal_counts.__wrapped__(text) == _all_matches(text)
+
+
+_EVERY_ALTERNATIVE = {  # signal: one text per alternative of its pattern
+    0: [
+        "Ignore previous", "before you", "You should", "must first", "always call",
+        "never reveal", "do not inform", "don't ask", "dont tell", "without informing",
+        "the System Prompt", "instead of the user", "Upload the whole history",
+        "attach any notes", "post its contents", "forward key", "send tokens",
+        "include credentials", "pass the file", "<IMPORTANT>", "</important>",
+    ],
+    1: [
+        "~/x", "$HOME", "%USERPROFILE%", "/home/a", "x.ssh", "id_rsa", "id_ed25519",
+        "a .env", ".aws", ".kube", ".npmrc", ".netrc", "Credential", "passwords", "passwd",
+        "secrets", "private key", "API-key", "apikeys", "access_token", "Access tokens",
+        "Bearer", "seed phrase", "wallet",
+    ],
+    2: ["HTTPS://a.example", "http://a", "x@y.example", "at 10.0.0.1", "1.2.3.4"],
+    3: ["x\x7fy", "a\x00b", "\\u001B", "<!-- x", "Reads " + "QUJD" * 12, "+/" * 24],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("signal", "text"),
+    [(signal, text) for signal, texts in _EVERY_ALTERNATIVE.items() for text in texts]
+    + [(1, "the \u017fecret of \u212aube")],  # case folding onto ASCII: every pattern runs
+)
+def test_each_gate_opens_for_every_alternative_of_its_pattern(signal: int, text: str) -> None:
+    counts = lab._signal_counts.__wrapped__(text)
+    assert counts == _all_matches(text)
+    assert counts[signal] > 0
 
 
 def test_structural_labels_in_rule_order() -> None:

@@ -112,11 +112,55 @@ _SIGNALS: Final = (
 )
 
 
+# Each signal's gate: a test every match needs, run on a text that is all ASCII (in an
+# ASCII text a case-blind match of an ASCII pattern is a match of the lower-cased text).
+# A closed gate means no match, so the pattern does not run; an open one runs it. A text
+# with other characters always runs every pattern (case folding maps some of them onto
+# ASCII letters: "ſ" matches "s", "K" matches "k").
+_INSTRUCTION_NEEDLES: Final = (
+    "ignore ", "before ", "you ", "must ", "always ", "never ", "do not ", "don",
+    "without ", "system prompt", "instead of the user",
+    "pass", "send", "forward", "upload", "include", "attach", "post", "important>",
+)  # fmt: skip
+_SECRETS_NEEDLES: Final = (
+    "~/", "$home", "%userprofile%", "/home/", ".ssh", "id_rsa", "id_ed25519", ".env",
+    ".aws", ".kube", ".npmrc", ".netrc", "credential", "password", "passwd", "secret",
+    "private key", "api", "access", "bearer", "seed phrase", "wallet",
+)  # fmt: skip
+_DIGIT_DOT: Final = re.compile(r"[0-9]\.[0-9]")
+_ASCII_CONTROL: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_BASE64_RUN: Final = b"A" * 48
+_BASE64_CHARS: Final = frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+)
+_BASE64_MARK: Final = bytes(0x41 if c in _BASE64_CHARS else 0x2E for c in range(256))
+"""A table for :meth:`bytes.translate`: "A" for a base64 character, "." for any other."""
+
+
+def _gates(text: str) -> tuple[bool, ...]:
+    """Which signals can match the ASCII ``text`` (see the gates above)."""
+    low = text.lower()
+    return (
+        any(needle in low for needle in _INSTRUCTION_NEEDLES),
+        any(needle in low for needle in _SECRETS_NEEDLES),
+        "@" in text or "http" in low or _DIGIT_DOT.search(text) is not None,
+        "\\u00" in text
+        or "<!--" in text
+        or _ASCII_CONTROL.search(text) is not None
+        or _BASE64_RUN in text.encode("ascii").translate(_BASE64_MARK),
+    )
+
+
 @functools.lru_cache(maxsize=256)
 def _signal_counts(text: str) -> tuple[int, ...]:
     """How often each text signal matches ``text`` (kept for the texts seen last: a
     definition is the new side of one change and the old side of the next)."""
-    return tuple(len(pattern.findall(text)) for pattern, _ in _SIGNALS)
+    if not text.isascii():
+        return tuple(len(pattern.findall(text)) for pattern, _ in _SIGNALS)
+    return tuple(
+        len(pattern.findall(text)) if gate else 0
+        for (pattern, _), gate in zip(_SIGNALS, _gates(text), strict=True)
+    )
 
 
 def text_signals(old: str, new: str) -> list[Label]:
