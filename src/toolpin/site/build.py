@@ -39,6 +39,7 @@ from toolpin.site.fragments import (
     compare_rows,
     definitions_html,
     history_items,
+    server_rows,
     version_options,
 )
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
@@ -444,6 +445,7 @@ def _build(
                     "servers.html",
                     **context,
                     rows=chosen,
+                    rows_html=server_rows(chosen, site_path(base_url)),
                     total=len(rows),
                     heading=title,
                     current=key,

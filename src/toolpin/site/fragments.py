@@ -24,6 +24,8 @@ __all__ = [
     "compare_rows",
     "definitions_html",
     "history_items",
+    "server_rows",
+    "tool_count_rows",
     "version_options",
 ]
 
@@ -123,5 +125,55 @@ def definitions_html(groups: Sequence[Mapping[str, Any]]) -> Markup:
             f"{escape(d['hash'][:16])}</code></summary>\n"
             f'<pre tabindex="0">{escape(d["json"])}</pre></details>\n'
             for d in items
+        )
+    return Markup("".join(out))
+
+
+def _or_unknown(value: Any) -> str:
+    return "?" if value is None else escape(str(value))
+
+
+def tool_count_rows(rows: Sequence[Mapping[str, Any]]) -> Markup:
+    """The ``<tr>`` of every server of a monthly report's "by count of tools changed"
+    table (thousands of rows a month in a large log)."""
+    out: list[str] = []
+    for row in rows:
+        first = row["firstChange"]
+        if first["gap"]:
+            dated = f"between {escape(str(first['from']))} and {escape(str(first['to']))}"
+        else:
+            dated = escape(str(first["to"]))
+        server = escape(str(row["server"]))
+        out.append(
+            f'<tr><th scope="row"><a href="../servers/{server}.html">'
+            f"{escape(str(row['name'])) if row['name'] else server}</a></th>"
+            f"<td>{escape(str(row['events']))}</td>"
+            f"<td>{_or_unknown(row['toolsBefore'])} → {_or_unknown(row['toolsAfter'])}</td>"
+            f"<td>{escape(str(row['toolsAdded']))}</td><td>{escape(str(row['toolsRemoved']))}</td>"
+            f"<td>{escape(str(row['toolsChanged']))}</td><td>{escape(str(row['schemaOnly']))}</td>"
+            f"<td>{dated}</td></tr>\n"
+        )
+    return Markup("".join(out))
+
+
+def server_rows(rows: Sequence[Mapping[str, Any]], root: str) -> Markup:
+    """The ``<tr>`` of every server of a server list, last row first (20,000 rows in a
+    large log, on each of the three lists)."""
+    out: list[str] = []
+    base = escape(root)
+    for row in reversed(rows):
+        name = show(row["name"])
+        sid = escape(row["id"])
+        tools = row["tools"]
+        out.append(
+            f'<tr data-name="{escape(name.lower())} {sid}">\n'
+            f'<td><a href="{base}servers/{sid}.html">{escape(name) if name else sid}</a> '
+            f'<code class="id">{sid}</code></td>\n'
+            f'<td><span class="pill {escape(row["state"])}">{escape(row["badge"].message)}'
+            "</span></td>\n"
+            f"<td>{'?' if tools is None else escape(str(tools))}</td>\n"
+            f"<td>{escape(str(row['versions']))}</td>\n"
+            f"<td>{escape(show(row['source']))}</td>\n"
+            "</tr>\n"
         )
     return Markup("".join(out))

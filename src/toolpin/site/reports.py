@@ -26,6 +26,7 @@ import orjson
 from toolpin.core.render import plain_json
 from toolpin.crawl.report import LogView, load_view, monthly_report, since_report
 from toolpin.errors import InputError
+from toolpin.site.fragments import tool_count_rows
 from toolpin.site.output import write_if_changed
 
 __all__ = ["months_of", "report_json", "write_report_pages"]
@@ -129,7 +130,10 @@ def write_report_pages(
         report = monthly_report(view, month, generated_at=generated)
         emit(f"{month}.json", (report_json(report) + "\n").encode())
         page = env.get_template("report_month.html").render(
-            **context, report=report, page_path=f"reports/{month}.html"
+            **context,
+            report=report,
+            tool_count_rows=tool_count_rows(report["byToolCount"]),
+            page_path=f"reports/{month}.html",
         )
         emit(f"{month}.html", page.encode("utf-8"))
         summaries.append(report)

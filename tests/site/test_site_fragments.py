@@ -1,0 +1,101 @@
+"""toolpin.site.fragments: each fragment gives the very bytes of the template markup it
+replaced (kept here as jinja source), for hostile strings too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolpin.site.badge import Badge
+from toolpin.site.fragments import server_rows, tool_count_rows
+from toolpin.site.render import environment
+
+SERVER_ROWS = """\
+{% for row in rows|reverse %}
+<tr data-name="{{ (row.name|v)|lower }} {{ row.id }}">
+<td><a href="{{ href('servers/' ~ row.id ~ '.html') }}">{{ row.name|v or row.id }}</a> \
+<code class="id">{{ row.id }}</code></td>
+<td><span class="pill {{ row.state }}">{{ row.badge.message }}</span></td>
+<td>{{ row.tools if row.tools is not none else "?" }}</td>
+<td>{{ row.versions }}</td>
+<td>{{ row.source|v }}</td>
+</tr>
+{% endfor %}
+"""
+
+TOOL_COUNT_ROWS = """\
+{% for row in rows %}
+<tr><th scope="row"><a href="../servers/{{ row.server }}.html">{{ row.name if row.name else \
+row.server }}</a></th><td>{{ row.events }}</td><td>{{ row.toolsBefore if row.toolsBefore is \
+not none else "?" }} → {{ row.toolsAfter if row.toolsAfter is not none else "?" }}</td><td>\
+{{ row.toolsAdded }}</td><td>{{ row.toolsRemoved }}</td><td>{{ row.toolsChanged }}</td><td>\
+{{ row.schemaOnly }}</td><td>{% if row.firstChange.gap %}between {{ row.firstChange.from }} \
+and {{ row.firstChange.to }}{% else %}{{ row.firstChange.to }}{% endif %}</td></tr>
+{% endfor %}
+"""
+
+HOSTILE = st.one_of(
+    st.sampled_from(
+        ["", "</script><script>alert(1)</script>", "<img src=x onerror=alert(1)>", "a&b\"c'd",
+         "\u202eevil\u202c", "x\u200by", "tag\U000e0041", "İSTANBUL", "ǅ", "../../etc/passwd"]
+    ),
+    st.text(max_size=12),
+)  # fmt: skip
+COUNT = st.one_of(st.none(), st.integers(min_value=0, max_value=10**6))
+
+
+def _render(source: str, **context: Any) -> str:
+    return environment().from_string(source).render(**context)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries(
+            {
+                "id": HOSTILE,
+                "name": st.one_of(st.none(), HOSTILE),
+                "state": HOSTILE,
+                "badge": st.builds(Badge, HOSTILE, HOSTILE, HOSTILE),
+                "tools": COUNT,
+                "versions": st.integers(min_value=1, max_value=10**4),
+                "source": st.one_of(st.none(), HOSTILE),
+            }
+        ),
+        max_size=4,
+    ),
+    base_url=st.sampled_from(["/", "/log/", "https://example.test/a&b/"]),
+)
+def test_server_rows_are_the_template_rows(rows: list[dict[str, Any]], base_url: str) -> None:
+    from toolpin.site.render import site_path
+
+    expected = _render(SERVER_ROWS, rows=rows, base_url=base_url)
+    assert str(server_rows(rows, site_path(base_url))) == expected
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries(
+            {
+                "server": HOSTILE,
+                "name": HOSTILE,
+                "events": st.integers(min_value=0, max_value=10**4),
+                "toolsBefore": COUNT,
+                "toolsAfter": COUNT,
+                "toolsAdded": st.integers(min_value=0, max_value=99),
+                "toolsRemoved": st.integers(min_value=0, max_value=99),
+                "toolsChanged": st.integers(min_value=0, max_value=99),
+                "schemaOnly": st.integers(min_value=0, max_value=99),
+                "firstChange": st.fixed_dictionaries(
+                    {"gap": st.booleans(), "from": HOSTILE, "to": HOSTILE}
+                ),
+            }
+        ),
+        max_size=4,
+    )
+)
+def test_tool_count_rows_are_the_template_rows(rows: list[dict[str, Any]]) -> None:
+    assert str(tool_count_rows(rows)) == _render(TOOL_COUNT_ROWS, rows=rows)
