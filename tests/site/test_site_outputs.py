@@ -12,7 +12,7 @@ from typing import Any
 import feedparser
 import jsonschema
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from toolpin.site.api import SCHEMAS
@@ -216,6 +216,7 @@ _REPORT_VALUES = st.recursive(
 )
 
 
+@example({"month": "2026-11", "notes": ["a \U0001f600 é \x7f \u2028 → b"], "e": [1, "\U0010ffff"]})
 @given(st.dictionaries(_ASCII_KEYS | st.text(max_size=4), _REPORT_VALUES, max_size=5))
 def test_report_json_is_json_dumps_text(report: dict[str, Any]) -> None:
     # The orjson shortcut for a plain, all-ASCII report gives exactly json.dumps' text.

@@ -7,6 +7,7 @@ entries refer to blobs as ``"sha256:<hex>"`` (see :mod:`toolpin.publog.entries`)
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from toolpin.errors import LogError
@@ -31,6 +32,7 @@ class BlobStore:
     def __init__(self, log_dir: str | Path) -> None:
         self.root = Path(log_dir)
         self._folder = self.root / "blob" / "sha256"
+        self._prefix = os.path.join(self._folder, "")
 
     def path(self, ref: str) -> Path:
         if not BLOB_REF.fullmatch(ref):
@@ -72,9 +74,12 @@ class BlobStore:
 
     def get(self, ref: str) -> bytes:
         """The blob's bytes, checked against its digest."""
-        target = self.path(ref)
+        if not BLOB_REF.fullmatch(ref):
+            raise BlobError('a blob reference is "sha256:<64 lower-case hex>"')
         try:
-            data = target.read_bytes()
+            # a str path and an unbuffered file: a site build reads 100,000 small blobs
+            with open(self._prefix + ref[7:], "rb", buffering=0) as handle:
+                data = handle.readall()
         except FileNotFoundError:
             raise BlobError(f"blob {ref} is missing") from None
         except OSError as exc:

@@ -162,7 +162,8 @@ class LogView:
                 f"the definitions of entry {version.index} are unusable: {reason}"
             ) from None
         snap = entry.snapshot
-        if snap.surface_hash() != version.surface:
+        # entry_from_json checked the blob's surfaceHash against its definitions
+        if raw.get("surfaceHash") != version.surface:
             raise LogError(f"the definitions of entry {version.index} do not match its digest")
         if keep:
             self._snapshots[version.blob] = snap

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import jinja2
 import orjson
@@ -47,10 +48,24 @@ def months_of(view: LogView, until: str = "") -> list[str]:
     return out
 
 
+_BEYOND_ASCII: Final = re.compile("[^\x00-\x7e]")
+"""What ``ensure_ascii`` escapes besides orjson's escapes: DEL and every non-ASCII
+character (outside strings a JSON text is all ASCII)."""
+
+
+def _ascii_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code > 0xFFFF:  # a surrogate pair, as json.dumps writes it
+        code -= 0x10000
+        return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
+    return f"\\u{code:04x}"
+
+
 def report_json(report: Mapping[str, Any]) -> str:
     """``json.dumps(report, indent=2, ensure_ascii=True)``: for a plain report (see
     :func:`toolpin.core.render.plain_json`) written by orjson, whose indented output in
-    member order is that text when it is all printable ASCII."""
+    member order is that text once DEL and non-ASCII characters are escaped as
+    ``ensure_ascii`` escapes them."""
     try:
         plain = plain_json(report)
     except RecursionError:
@@ -60,8 +75,12 @@ def report_json(report: Mapping[str, Any]) -> str:
             text = orjson.dumps(report, option=orjson.OPT_INDENT_2).decode()
         except TypeError:  # orjson.JSONEncodeError
             text = ""
-        if text and text.isascii() and "\x7f" not in text:  # json escapes DEL as well
-            return text
+        if text:
+            return (
+                text
+                if text.isascii() and "\x7f" not in text
+                else (_BEYOND_ASCII.sub(_ascii_escape, text))
+            )
     return json.dumps(report, indent=2, ensure_ascii=True)
 
 
