@@ -428,3 +428,18 @@ def test_a_listing_against_itself_is_unchanged_as_against_an_equal_copy() -> Non
         Kind.TOOL, listing, twin
     )
     assert compare_listings(Kind.TOOL, listing, listing)[1] == ("a", "b", "z", "é", "\U0001f600")
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    st.one_of(JSON_VALUES, st.none(), st.sampled_from(["a", 1, 1.0, True, "1"])),
+    st.one_of(JSON_VALUES, st.none(), st.sampled_from(["a", 1, 1.0, True, "1"])),
+)
+def test_differ_is_a_canonical_comparison(old: Any, new: Any) -> None:
+    from toolpin.core.canonical import canonical_json
+    from toolpin.core.drift import _differ
+
+    expected = canonical_json(old) != canonical_json(new)
+    assert _differ(old, new) is expected
+    assert _differ(old, old) is False
+    assert _differ(old, copy.deepcopy(new)) is expected

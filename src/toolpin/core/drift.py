@@ -330,6 +330,18 @@ def _schema(value: JSONValue) -> JSONValue:
     return {} if value is None else value
 
 
+def _differ(old: JSONValue, new: JSONValue) -> bool:
+    """``canonical_json(old) != canonical_json(new)``, without encoding the common cases
+    (the same object, two strings, exactly one null)."""
+    if old is new:
+        return False
+    if type(old) is str and type(new) is str:
+        return old != new
+    if old is None or new is None:  # only null encodes as null
+        return True
+    return canonical_json(old) != canonical_json(new)
+
+
 def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
     """Explain why two definitions with the same key have different hashes."""
     from toolpin.core.schemadiff import diff_schema  # only when something changed
@@ -348,9 +360,7 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
     hints: list[str] = []
     other_findings: list[SchemaFinding] = []
     if kind is Kind.TOOL:
-        if canonical_json(_schema(a.get("inputSchema"))) != canonical_json(
-            _schema(b.get("inputSchema"))
-        ):
+        if _differ(_schema(a.get("inputSchema")), _schema(b.get("inputSchema"))):
             input_findings = tuple(
                 diff_schema(_schema(a.get("inputSchema")), _schema(b.get("inputSchema")))
             )
@@ -359,11 +369,9 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
             output_event = ADDED
         elif old_out is not None and new_out is None:
             output_event = REMOVED
-        elif old_out is not None and canonical_json(old_out) != canonical_json(new_out):
+        elif old_out is not None and _differ(old_out, new_out):
             output_findings = tuple(diff_schema(old_out, new_out, direction="output"))
-        annotations_changed = canonical_json(a.get("annotations")) != canonical_json(
-            b.get("annotations")
-        )
+        annotations_changed = _differ(a.get("annotations"), b.get("annotations"))
         hints = lab.hint_changes(a, b)
         for finding in input_findings:
             name = _property_name(finding.path)
@@ -385,7 +393,7 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
             members.append(MemberChange(member, ADDED))
         elif member not in b:
             members.append(MemberChange(member, REMOVED))
-        elif canonical_json(a[member]) != canonical_json(b[member]):
+        elif _differ(a[member], b[member]):
             members.append(MemberChange(member, CHANGED))
     explained = {
         "description": bool(desc),
@@ -401,7 +409,7 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
             continue
         if (member in a) != (member in b):
             members.append(MemberChange(member, ADDED if member in b else REMOVED))
-        elif member in a and canonical_json(a[member]) != canonical_json(b[member]):
+        elif member in a and _differ(a[member], b[member]):
             members.append(MemberChange(member, CHANGED, _shape_change(a[member], b[member])))
     old_text, new_text = canonical_json(a), canonical_json(b)
     structural = lab.structural_labels(

@@ -147,22 +147,43 @@ def _proofs(view: LogView, writer: SiteWriter, levels: list[list[bytes]], part: 
         writer.text(f"proof/{index}.tlog-proof", TlogProof(index, tuple(path), note).to_text())
 
 
-def _blob_refs(view: LogView) -> list[str]:
-    return sorted({v.blob for _, v in view.versions() if v.blob is not None})
+def _blob_owners(view: LogView) -> dict[str, str]:
+    """``{blob ref: server id}``: every blob, and the server whose files carry it (the
+    server of its first version, in log order)."""
+    owners: dict[str, str] = {}
+    for history, version in view.versions():
+        if version.blob is not None:
+            owners.setdefault(version.blob, history.id)
+    return dict(sorted(owners.items()))
+
+
+def _blob_path(ref: str) -> str:
+    return "blob/sha256/" + ref.removeprefix("sha256:")
 
 
 def _blobs(view: LogView, writer: SiteWriter, refs: list[str]) -> None:
     """``blob/sha256/<hex>``: each version's definitions, checked against their digest
-    (hard-linked from the log into a new site when the file system allows)."""
-    from toolpin.publog.blobs import BlobStore
-
-    blobs = BlobStore(view.log_dir)
+    (in a new site the server that owns a blob links it: :func:`_link_blobs`)."""
+    blobs = view.blob_store()
     for ref in refs:
-        rel = "blob/sha256/" + ref.removeprefix("sha256:")
-        if writer.fresh:
-            writer.link(rel, blobs.path(ref), ref)
-        else:
-            writer.write(rel, blobs.get(ref))
+        writer.write(_blob_path(ref), blobs.get(ref))
+
+
+def _link_blobs(
+    view: LogView, history: ServerHistory, writer: SiteWriter, owners: Mapping[str, str]
+) -> dict[str, bytes]:
+    """In a new site, the blobs ``history``'s server owns, hard-linked from the log when
+    the file system allows; their bytes, read back from the site and checked against their
+    digest (the server's definitions are then read from these bytes)."""
+    if not writer.fresh:
+        return {}
+    blobs = view.blob_store()
+    linked: dict[str, bytes] = {}
+    for version in history.versions:
+        ref = version.blob
+        if ref is not None and ref not in linked and owners.get(ref) == history.id:
+            linked[ref] = writer.link(_blob_path(ref), blobs.path(ref), ref)
+    return linked
 
 
 def _copy_log(view: LogView, writer: SiteWriter) -> None:
@@ -587,15 +608,18 @@ def _server_files(
     writer: SiteWriter,
     context: Mapping[str, Any],
     cache: WorkCache,
+    owners: Mapping[str, str],
 ) -> tuple[Badge, list[ChangeSummary | None], Explained]:
     """Every file of one server (page, badge, diff pages, compare page, feeds, API
-    history); its badge, change summaries and the reports' explanation of each change (one
-    comparison per change, used by all, and kept in ``cache`` for the next build)."""
+    history, the blobs it owns in a new site); its badge, change summaries and the
+    reports' explanation of each change (one comparison per change, used by all, and kept
+    in ``cache`` for the next build)."""
     from toolpin.site import api, feeds
 
     sid = history.id
     badge, svg, endpoint = badge_for(history, now)
     page = ServerPage(history, badge)
+    linked = _link_blobs(view, history, writer, owners)
     if history.opted_out:
         writer.text(f"servers/{sid}.html", _render(env, "stub.html", **context, id=sid))
         api.write_server_api(writer, view, page)
@@ -609,8 +633,9 @@ def _server_files(
     snapshots: dict[int, Snapshot] = {}
 
     def snap(version: Version) -> Snapshot:
-        if version.index not in snapshots:
-            snapshots[version.index] = view.snapshot(version, keep=False)  # one server's
+        if version.index not in snapshots:  # one server's, from the bytes linked above
+            data = linked.get(version.blob) if version.blob is not None else None
+            snapshots[version.index] = view.snapshot(version, keep=False, data=data)
         return snapshots[version.index]
 
     entries: list[dict[str, Any]] = []
@@ -732,6 +757,7 @@ def _run(
     context: Mapping[str, Any],
     levels: list[list[bytes]],
     cache: tuple[Path | None, str],
+    owners: Mapping[str, str],
 ) -> list[_Done]:
     kind, part = task
     if kind == "proofs":
@@ -742,7 +768,7 @@ def _run(
         return []
     work = WorkCache(*cache)
     done = [
-        (sid, *_server_files(view, view.servers[sid], now, env, writer, context, work))
+        (sid, *_server_files(view, view.servers[sid], now, env, writer, context, work, owners))
         for sid in part
     ]
     work.flush()
@@ -762,6 +788,7 @@ def _task(task: _Task) -> tuple[list[_Done], dict[str, tuple[int, int]], int, in
         job["context"],
         job["levels"],
         job["cache"],
+        job["owners"],
     )
     return done, writer.stats, writer.written, writer.unchanged
 
@@ -784,7 +811,8 @@ def _all_servers(
     large and cores allow (``meanwhile`` runs in this process while they work)."""
     sids = sorted(view.servers)
     levels = _proof_levels(view)
-    refs = _blob_refs(view)
+    owners = _blob_owners(view)
+    refs = [] if writer.fresh else list(owners)  # a new site's blobs: linked by their owners
     results: list[_Done] = []
     workers = _workers()
     if len(sids) < PARALLEL_FROM or workers == 1:
@@ -795,7 +823,7 @@ def _all_servers(
             ("blobs", refs),
         ]
         for task in tasks:
-            results.extend(_run(task, view, writer, env, now, context, levels, cache))
+            results.extend(_run(task, view, writer, env, now, context, levels, cache, owners))
     else:
         import multiprocessing
 
@@ -826,6 +854,7 @@ def _all_servers(
             context=context,
             levels=levels,
             cache=cache,
+            owners=owners,
         )
         import gc
 

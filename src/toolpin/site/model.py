@@ -135,16 +135,20 @@ class LogView:
         items.sort(key=lambda item: item[1].index)
         return iter(items)
 
-    def _blob_store(self) -> BlobStore:
+    def blob_store(self) -> BlobStore:
+        """The log's blobs."""
         if self._blobs is None:
             from toolpin.publog.blobs import BlobStore
 
             self._blobs = BlobStore(self.log_dir)
         return self._blobs
 
-    def snapshot(self, version: Version, *, keep: bool = True) -> Snapshot:
+    def snapshot(
+        self, version: Version, *, keep: bool = True, data: bytes | None = None
+    ) -> Snapshot:
         """The definitions of ``version``, read from its blob and checked against it
-        (kept for the next call unless ``keep`` is false: a caller that keeps its own)."""
+        (kept for the next call unless ``keep`` is false: a caller that keeps its own).
+        ``data``: the blob's bytes, already read and checked against its digest."""
         if version.blob is None:
             raise InputError(f"entry {version.index} carries no definitions")
         cached = self._snapshots.get(version.blob)
@@ -152,7 +156,8 @@ class LogView:
             return cached
         from toolpin.lockfile.native import entry_from_json
 
-        data = self._blob_store().get(version.blob)
+        if data is None:
+            data = self.blob_store().get(version.blob)
         try:
             raw = json.loads(data)
             entry = entry_from_json(raw, path=Path(version.blob), name=f"entry {version.index}")

@@ -141,9 +141,10 @@ class SiteWriter:
         self.stats[rel] = _replace(target, target + self._tmp, data)
         self.written += 1
 
-    def link(self, rel: str, source: Path, ref: str) -> None:
+    def link(self, rel: str, source: Path, ref: str) -> bytes:
         """A new site's copy of the log's blob ``source`` (digest ``ref``): a hard link
-        when the file system allows, else a copy; either way read back and checked."""
+        when the file system allows, else a copy; either way read back and checked (the
+        bytes are returned)."""
         import hashlib
 
         if not self.fresh:
@@ -162,6 +163,7 @@ class SiteWriter:
             raise InputError(f"blob {ref} does not match its digest")
         self.stats[rel] = (info.st_size, info.st_mtime_ns)
         self.written += 1
+        return data
 
     def merge(self, stats: Mapping[str, tuple[int, int]], written: int, unchanged: int) -> None:
         """Account for files another process wrote for this build."""
