@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from toolpin.site.badge import Badge
 from toolpin.site.fragments import server_rows, tool_count_rows
+from toolpin.site.model import SiteCheckpoint
 from toolpin.site.render import environment
 
 SERVER_ROWS = """\
@@ -99,3 +100,67 @@ def test_server_rows_are_the_template_rows(rows: list[dict[str, Any]], base_url:
 )
 def test_tool_count_rows_are_the_template_rows(rows: list[dict[str, Any]]) -> None:
     assert str(tool_count_rows(rows)) == _render(TOOL_COUNT_ROWS, rows=rows)
+
+
+OLD_BASE = """\
+{% set root = href('') %}
+<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{{ CSP }}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>{% block title %}toolpin log{% endblock %}</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="{{ root }}static/site.css">
+<link rel="alternate" type="application/atom+xml" title="Every change in the log" \
+href="{{ root }}feed.atom">
+{% block head %}{% endblock %}
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="site">
+<nav aria-label="Site">
+<a class="brand" href="{{ root }}index.html">toolpin log</a>
+<a href="{{ root }}servers/index.html">Servers</a>
+<a href="{{ root }}install/index.html">Install</a>
+<a href="{{ root }}reports/index.html">Reports</a>
+<a href="{{ root }}feed.atom">Feed</a>
+<a href="{{ root }}api/v1/servers.json">API</a>
+</nav>
+</header>
+<main id="main">
+{% block content %}{% endblock %}
+</main>
+<footer class="site">
+<p>Built from checkpoint <strong>{{ checkpoint.size }}</strong> of \
+<code>{{ checkpoint.origin|v }}</code>,
+root <code class="hash">{{ checkpoint.root }}</code>{% if checkpoint.time %}, last entry \
+{{ checkpoint.time|when }}{% endif %}.
+<a href="{{ root }}checkpoint">The signed checkpoint</a>.</p>
+<p>A record of what servers said, when. Not a safety rating.</p>
+</footer>
+{% block scripts %}{% endblock %}
+</body>
+</html>
+"""
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(
+    origin=HOSTILE,
+    size=st.integers(min_value=0, max_value=10**9),
+    root=HOSTILE,
+    time=st.one_of(HOSTILE, st.sampled_from(["2026-11-30T03:00:00Z", "2026-13-01T00:00"])),
+    base_url=st.sampled_from(["/", "/log/", "https://example.test/a&b/", "https://x.test"]),
+    as_mapping=st.booleans(),
+)
+def test_the_shared_page_markup_is_the_old_base_template(
+    origin: str, size: int, root: str, time: str, base_url: str, as_mapping: bool
+) -> None:
+    checkpoint: Any = SiteCheckpoint(origin, size, root, time, "note", "vkey")
+    if as_mapping:
+        checkpoint = {"origin": origin, "size": size, "root": root, "time": time}
+    page = environment().get_template("base.html").render(checkpoint=checkpoint, base_url=base_url)
+    assert page == _render(OLD_BASE, checkpoint=checkpoint, base_url=base_url)

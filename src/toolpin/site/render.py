@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -29,7 +30,7 @@ META_CSP: Final = CSP.removesuffix("; frame-ancestors 'none'")
 """The same policy as a meta tag: browsers ignore ``frame-ancestors`` there (and report
 an error for it), so only the header carries it."""
 
-__all__ = ["CSP", "META_CSP", "environment", "escape_text", "show", "site_path"]
+__all__ = ["CSP", "META_CSP", "Chrome", "chrome", "environment", "escape_text", "show", "site_path"]
 
 
 def show(value: object) -> str:
@@ -90,6 +91,76 @@ def when(value: object) -> Markup:
     return Markup(f'<time datetime="{escape(text)}">{shown}</time>')
 
 
+@dataclass(frozen=True, slots=True)
+class Chrome:
+    """The markup every page shares around its title, head, content and scripts (built
+    once per site path and checkpoint: 70,000 pages of a large log repeat it)."""
+
+    top: Markup
+    links: Markup
+    body: Markup
+    foot: Markup
+
+
+def _member(checkpoint: object, name: str) -> object:
+    if isinstance(checkpoint, Mapping):
+        return checkpoint[name]
+    return getattr(checkpoint, name)
+
+
+@jinja2.pass_context
+def site_chrome(context: Mapping[str, object]) -> Chrome:
+    """:class:`Chrome` for the page's ``base_url`` and ``checkpoint``."""
+    checkpoint = context["checkpoint"]
+    return chrome(
+        site_path(context.get("base_url")),
+        str(_member(checkpoint, "size")),
+        show(_member(checkpoint, "origin")),
+        str(_member(checkpoint, "root")),
+        _member(checkpoint, "time") or "",
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def chrome(root: str, size: str, origin: str, tree_root: str, time: object) -> Chrome:
+    """The shared markup of the pages under ``root`` built from a checkpoint of ``size``
+    entries (``origin`` already made visible), every string escaped."""
+    e, r = escape_text, escape_text(root)
+    last = f", last entry {when(time)}" if time else ""
+    return Chrome(
+        top=Markup(
+            '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{e(META_CSP)}">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            '<meta name="referrer" content="no-referrer">\n'
+        ),
+        links=Markup(
+            '<link rel="icon" href="data:,">\n'
+            f'<link rel="stylesheet" href="{r}static/site.css">\n'
+            '<link rel="alternate" type="application/atom+xml" title="Every change in the log" '
+            f'href="{r}feed.atom">\n'
+        ),
+        body=Markup(
+            '</head>\n<body>\n<a class="skip" href="#main">Skip to content</a>\n'
+            '<header class="site">\n<nav aria-label="Site">\n'
+            f'<a class="brand" href="{r}index.html">toolpin log</a>\n'
+            f'<a href="{r}servers/index.html">Servers</a>\n'
+            f'<a href="{r}install/index.html">Install</a>\n'
+            f'<a href="{r}reports/index.html">Reports</a>\n'
+            f'<a href="{r}feed.atom">Feed</a>\n'
+            f'<a href="{r}api/v1/servers.json">API</a>\n'
+            '</nav>\n</header>\n<main id="main">\n'
+        ),
+        foot=Markup(
+            '</main>\n<footer class="site">\n'
+            f"<p>Built from checkpoint <strong>{e(size)}</strong> of <code>{e(origin)}</code>,\n"
+            f'root <code class="hash">{e(tree_root)}</code>{last}.\n'
+            f'<a href="{r}checkpoint">The signed checkpoint</a>.</p>\n'
+            "<p>A record of what servers said, when. Not a safety rating.</p>\n</footer>\n"
+        ),
+    )
+
+
 def environment() -> jinja2.Environment:
     """A fresh environment over ``toolpin/site/templates`` (every template autoescaped)."""
     env = jinja2.Environment(
@@ -106,4 +177,5 @@ def environment() -> jinja2.Environment:
     env.filters["when"] = when
     env.globals["CSP"] = META_CSP
     env.globals["href"] = href
+    env.globals["site_chrome"] = site_chrome
     return env
