@@ -12,6 +12,7 @@ from tlog_helpers import load_vectors
 from toolpin.publog.merkle import (
     EMPTY_ROOT,
     MemoryTree,
+    inclusion_proofs,
     leaf_hash,
     node_hash,
     root_from_inclusion,
@@ -212,6 +213,17 @@ def test_every_inclusion_proof_verifies(case: tuple[int, int]) -> None:
     proof = BIG.inclusion_proof(index, size)
     leaf = leaf_hash(index.to_bytes(4, "big"))
     assert verify_inclusion(leaf, index, size, proof, BIG.root(size))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 600), st.data())
+def test_proofs_for_many_leaves_are_each_leafs_proof(size: int, data: st.DataObject) -> None:
+    indices = data.draw(st.lists(st.integers(0, size - 1), max_size=40))
+    expected = [BIG.inclusion_proof(index, size) for index in indices]
+    assert list(inclusion_proofs(BIG, size, indices)) == expected
+    assert list(inclusion_proofs(BIG, size, range(size))) == [
+        BIG.inclusion_proof(index, size) for index in range(size)
+    ]
 
 
 @settings(max_examples=200, deadline=None)

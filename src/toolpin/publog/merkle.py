@@ -24,8 +24,9 @@ code is small enough to check line by line against the RFC.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
 HASH_SIZE = 32
@@ -127,6 +128,30 @@ def tree_root(source: HashSource, size: int) -> bytes:
 
 def inclusion_proof(source: HashSource, index: int, size: int) -> list[bytes]:
     """RFC 9162 §2.1.3.1 ``PATH(index, D[0:size])``: sibling hashes from the leaf upwards."""
+    return _inclusion_path(functools.partial(subtree_hash, source), index, size)
+
+
+def inclusion_proofs(
+    source: HashSource, size: int, indices: Iterable[int]
+) -> Iterator[list[bytes]]:
+    """:func:`inclusion_proof` of each of ``indices`` in a tree of ``size``, the hashes of
+    its incomplete subtrees (those that end at ``size``, at most one per level) computed
+    once for all."""
+    edge: dict[int, bytes] = {}
+
+    def subtree(start: int, end: int) -> bytes:
+        if end != size:  # a complete subtree: one node
+            return subtree_hash(source, start, end)
+        found = edge.get(start)
+        if found is None:
+            found = edge[start] = subtree_hash(source, start, end)
+        return found
+
+    for index in indices:
+        yield _inclusion_path(subtree, index, size)
+
+
+def _inclusion_path(subtree: Callable[[int, int], bytes], index: int, size: int) -> list[bytes]:
     if not 0 <= index < size:
         raise ValueError(f"leaf index {index} is outside a tree of size {size}")
     top_down: list[bytes] = []
@@ -134,10 +159,10 @@ def inclusion_proof(source: HashSource, index: int, size: int) -> list[bytes]:
     while end - start > 1:
         k = largest_power_of_two_below(end - start)
         if index < start + k:
-            top_down.append(subtree_hash(source, start + k, end))
+            top_down.append(subtree(start + k, end))
             end = start + k
         else:
-            top_down.append(subtree_hash(source, start, start + k))
+            top_down.append(subtree(start, start + k))
             start += k
     top_down.reverse()
     return top_down

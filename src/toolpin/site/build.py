@@ -132,18 +132,16 @@ def _proof_levels(view: LogView) -> list[list[bytes]]:
 def _proofs(view: LogView, writer: SiteWriter, levels: list[list[bytes]], part: range) -> None:
     """``proof/<index>.tlog-proof`` for the entries in ``part``, against the built
     checkpoint."""
-    from toolpin.publog.merkle import inclusion_proof
+    from toolpin.publog.merkle import inclusion_proofs
     from toolpin.publog.proof import TlogProof
 
     class _Memory:
         def node(self, level: int, index: int) -> bytes:
             return levels[level][index]
 
-    size = view.checkpoint.size
-    source = _Memory()
     note = view.checkpoint.note
-    for index in part:
-        path = inclusion_proof(source, index, size)
+    paths = inclusion_proofs(_Memory(), view.checkpoint.size, part)
+    for index, path in zip(part, paths, strict=True):
         writer.text(f"proof/{index}.tlog-proof", TlogProof(index, tuple(path), note).to_text())
 
 
