@@ -48,6 +48,7 @@ GAP_HOURS: Final = 48
 SAFE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@/:+-]{0,127}")
 MONTH: Final = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 DURATION: Final = re.compile(r"([1-9][0-9]{0,4})([hd])")
+SERVER_ID: Final = re.compile(r"[0-9a-f]{16}")
 REPORT_TYPE: Final = "toolpin/monthly-drift-report"
 SINCE_TYPE: Final = "toolpin/since-report"
 
@@ -77,7 +78,10 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _parse_time(text: str) -> dt.datetime | None:
+    """``text`` (ISO 8601 with a zone) as a UTC time, or ``None`` (kept for the times seen
+    last: an entry's observation time is its server's next entry's last look)."""
     try:
         moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -207,6 +211,20 @@ class LogView:
     other_entries: int = 0
     """Entries that are not toolpin observations (never reported, only counted)."""
     _log: Any = field(default=None, repr=False)
+    _times: list[dt.datetime] | None = field(default=None, repr=False)
+
+    def observed_times(self) -> list[dt.datetime]:
+        """Each change's observation time, in the order of :attr:`changes` (every change
+        of a view has one: an entry without is not an observation)."""
+        if self._times is None:
+            times: list[dt.datetime] = []
+            for change in self.changes:
+                moment = change.observed
+                if moment is None:
+                    raise ReportError("an observation has no usable time")
+                times.append(moment)
+            self._times = times
+        return self._times
 
     def root_at(self, size: int) -> bytes:
         return bytes(self._log.root(size))
@@ -285,7 +303,7 @@ def _record_fields(value: Mapping[str, Any]) -> tuple[str, str, str, str, str | 
     server_id, surface, name = server.get("id"), digests.get("surface"), server.get("name")
     if not (
         isinstance(server_id, str)
-        and re.fullmatch(r"[0-9a-f]{16}", server_id)
+        and SERVER_ID.fullmatch(server_id)
         and isinstance(surface, str)
         and isinstance(observed, str)
         and _parse_time(observed) is not None
@@ -581,13 +599,8 @@ def monthly_report(view: LogView, month: str, *, generated_at: str) -> dict[str,
     report was made (``generated_at``) before the month ended.
     """
     start_time, end_time = _month_bounds(month)
-
-    def when(change: Change) -> dt.datetime:
-        moment = change.observed
-        assert moment is not None
-        return moment
-
-    inside = [c for c in view.changes if start_time <= when(c) < end_time]
+    times = view.observed_times()
+    inside = [c for c, t in zip(view.changes, times, strict=True) if start_time <= t < end_time]
     start_size = inside[0].index if inside else _first_after(view, start_time)
     end_size = inside[-1].index + 1 if inside else start_size
     straggler = sum(1 for c in view.changes if start_size <= c.index < end_size) - len(inside)
@@ -628,7 +641,7 @@ def monthly_report(view: LogView, month: str, *, generated_at: str) -> dict[str,
         rows.values(),
         key=lambda r: (-(r["toolsAdded"] + r["toolsRemoved"] + r["toolsChanged"]), r["server"]),
     )
-    tracked = {c.server_id for c in view.changes if when(c) < end_time}
+    tracked = {c.server_id for c, t in zip(view.changes, times, strict=True) if t < end_time}
     gaps = _merge_gaps(
         (c.window_from, c.observed_at) for c in changed if c.gap and c.window_from is not None
     )
