@@ -24,7 +24,8 @@ from toolpin.site.render import escape_text
 
 if TYPE_CHECKING:
     from toolpin.site.build import ServerPage
-    from toolpin.site.model import LogView
+    from toolpin.site.changes import ChangeSummary
+    from toolpin.site.model import LogView, Version
     from toolpin.site.output import SiteWriter
 
 MAX_ITEMS: Final = 200
@@ -67,44 +68,75 @@ def _counts_text(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing listed"
 
 
-def _entries(view: LogView, pages: Mapping[str, ServerPage], base: str) -> list[FeedEntry]:
+def _newest(view: LogView, pages: Mapping[str, ServerPage], base: str) -> _Newest:
+    """The whole log's newest entries, and each label's (at most :data:`MAX_ITEMS` of
+    each: only those are built, of the 100,000 entries of a large log)."""
     origin = view.checkpoint.origin
-    out = [e for page in pages.values() for e in server_entries(origin, page, base)]
-    out.sort(key=lambda e: e.index, reverse=True)
-    return out
+    items = [
+        (version.index, page, version, change)
+        for page in pages.values()
+        if not page.history.opted_out
+        for version, change in page.changes
+    ]
+    items.sort(key=lambda item: item[0], reverse=True)
+    names: dict[str, str] = {}
+    whole: list[FeedEntry] = []
+    by_label: dict[str, list[FeedEntry]] = {}
+    for _, page, version, change in items:
+        wanted = []
+        for key in change.label_keys if change is not None else ():
+            if LABEL_KEY.fullmatch(key):
+                chosen = by_label.setdefault(key, [])
+                if len(chosen) < MAX_ITEMS:
+                    wanted.append(chosen)
+        if len(whole) >= MAX_ITEMS and not wanted:
+            continue
+        if page.id not in names:
+            names[page.id] = _xml_safe(page.history.latest.name) or page.id
+        entry = _entry(origin, page.id, names[page.id], version, change, base)
+        if len(whole) < MAX_ITEMS:
+            whole.append(entry)
+        for chosen in wanted:
+            chosen.append(entry)
+    return whole, by_label
+
+
+_Newest = tuple[list[FeedEntry], dict[str, list[FeedEntry]]]
+
+
+def _entry(
+    origin: str, sid: str, name: str, version: Version, change: ChangeSummary | None, base: str
+) -> FeedEntry:
+    counts = _counts_text(version.counts)
+    if change is None:
+        title = f"{name}: first recorded ({counts})"
+        labels: tuple[str, ...] = ()
+        summary = f"First recorded at entry {version.index}: {counts}."
+    else:
+        labels = change.label_keys
+        title = (
+            f"{name}: changed ({change.rewritten + change.schema_only} changed, "
+            f"{change.added} added, {change.removed} removed)"
+        )
+        summary = f"Entry {version.index}: {counts}; labels: {', '.join(labels) or 'none'}."
+    return FeedEntry(
+        id=entry_id(origin, version.index, version.leaf_hash),
+        title=title,
+        updated=version.observed_at,
+        link=f"{base}servers/{sid}.html#entry-{version.index}",
+        proof=f"{base}proof/{version.index}.tlog-proof",
+        summary=summary,
+        labels=labels,
+        index=version.index,
+    )
 
 
 def server_entries(origin: str, page: ServerPage, base: str) -> list[FeedEntry]:
     """The feed entries of one server, newest first (none for an opted-out server)."""
     if page.history.opted_out:
         return []
-    out: list[FeedEntry] = []
     name = _xml_safe(page.history.latest.name) or page.id
-    for version, change in page.changes:
-        counts = _counts_text(version.counts)
-        if change is None:
-            title = f"{name}: first recorded ({counts})"
-            labels: tuple[str, ...] = ()
-            summary = f"First recorded at entry {version.index}: {counts}."
-        else:
-            labels = change.label_keys
-            title = (
-                f"{name}: changed ({change.rewritten + change.schema_only} changed, "
-                f"{change.added} added, {change.removed} removed)"
-            )
-            summary = f"Entry {version.index}: {counts}; labels: {', '.join(labels) or 'none'}."
-        out.append(
-            FeedEntry(
-                id=entry_id(origin, version.index, version.leaf_hash),
-                title=title,
-                updated=version.observed_at,
-                link=f"{base}servers/{page.id}.html#entry-{version.index}",
-                proof=f"{base}proof/{version.index}.tlog-proof",
-                summary=summary,
-                labels=labels,
-                index=version.index,
-            )
-        )
+    out = [_entry(origin, page.id, name, v, c, base) for v, c in page.changes]
     out.sort(key=lambda e: e.index, reverse=True)
     return out
 
@@ -202,7 +234,7 @@ def write_feeds(
     """The feeds of the whole log and of each label (each server's feed is
     :func:`write_server_feed`'s, written with the server's page)."""
     origin = view.checkpoint.origin
-    entries = _entries(view, pages, base)
+    entries, by_label = _newest(view, pages, base)
     _write(
         env,
         writer,
@@ -213,11 +245,6 @@ def write_feeds(
         alternate="index.html",
         entries=entries,
     )
-    by_label: dict[str, list[FeedEntry]] = {}
-    for entry in entries:
-        for key in entry.labels:
-            if LABEL_KEY.fullmatch(key):
-                by_label.setdefault(key, []).append(entry)
     for key in sorted(by_label):
         _write(
             env,

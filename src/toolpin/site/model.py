@@ -15,6 +15,7 @@ timestamps are read, never its free text (errors, descriptors).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -41,8 +42,10 @@ class UnverifiedLogError(LogError):
     exit_code = 1
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def parse_time(text: str) -> dt.datetime:
-    """A record timestamp (``2026-11-30T04:05:51Z``) as an aware UTC datetime."""
+    """A record timestamp (``2026-11-30T04:05:51Z``) as an aware UTC datetime (kept for
+    the times seen last: the pages, badges, feeds and API ask for the same ones)."""
     if not TIMESTAMP.fullmatch(text):
         raise ValueError(f"not a UTC timestamp: {text!r}")
     return dt.datetime.fromisoformat(text[:19]).replace(tzinfo=dt.UTC)
