@@ -13,7 +13,7 @@ import datetime as dt
 import importlib
 import importlib.resources
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -33,7 +33,7 @@ from toolpin.site.changes import (
     pretty_definition,
     view_of,
 )
-from toolpin.site.forked import Apart, cores
+from toolpin.site.forked import cores
 from toolpin.site.fragments import (
     change_links,
     compare_rows,
@@ -409,31 +409,24 @@ def _build(
             writer.write(f"static/{name}", data.read_bytes())
         writer.text("_headers", HEADERS.format(csp=CSP))
 
-    pages, explained = _all_servers(view, now, writer, env, context, meanwhile=the_log, cache=cache)
-    shown = [p for p in pages.values() if not p.history.opted_out]
-
     hook_context = dict(context)
     hooked: list[Path] = []
     fresh: list[Path] = []  # the hooks' files written this time (the rest were unchanged)
     reports = _hook("toolpin.site.reports", "write_report_pages")
-    pending: Apart[tuple[list[Path], list[Path]]] | None = None
+    job: ReportsJob | None = None
     if reports is not None:
         # The reports read the log through their own view, with the explanations of every
         # change made here and the audit done here (neither is repeated); on a large log
-        # they are written by another process while this one writes the rest.
+        # they are written by a worker once every server is done, while the others write
+        # the proofs and this process the rest.
         hook_context["verifier"] = vkey
         hook_context["now"] = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        hook_context["report_known"] = explained
         hook_context["audited"] = view.audited
-        pending = Apart(
-            _hooked_files,
-            reports,
-            env,
-            root,
-            hook_context,
-            view.log_dir,
-            apart=len(view.servers) >= PARALLEL_FROM and _workers() > 1,
-        )
+        job = (reports, env, root, hook_context, view.log_dir)
+    pages, rest = _all_servers(
+        view, now, writer, env, context, meanwhile=the_log, cache=cache, reports=job
+    )
+    shown = [p for p in pages.values() if not p.history.opted_out]
 
     def whole_log_pages() -> None:  # the index, lists, feeds, API and install page
         recent = _recent_changes(pages)
@@ -480,13 +473,12 @@ def _build(
 
     try:
         whole_log_pages()
-        if pending is not None:
-            files, written_files = pending.result()
-            hooked.extend(files)
-            fresh.extend(written_files)
+        files = rest.finish()
+        if files is not None:
+            hooked.extend(files[0])
+            fresh.extend(files[1])
     finally:
-        if pending is not None:
-            pending.close()
+        rest.close()
     # Their files belong to this build too (kept, or removed when no longer written).
     rels = {Path(p).relative_to(root).as_posix() for p in hooked} - writer.stats.keys()
     written = len(rels & {Path(p).relative_to(root).as_posix() for p in fresh})
@@ -507,6 +499,57 @@ def _hooked_files(writer: Callable[..., Any], *args: Any) -> tuple[list[Path], l
     """A hook's files, and those of them it wrote (``writer(*args, on_write=...)``)."""
     written: list[Path] = []
     return list(writer(*args, on_write=written.append)), written
+
+
+ReportsJob = tuple[Callable[..., Any], jinja2.Environment, Path, dict[str, Any], Path]
+"""The reports hook and what it is called with (its context lacks ``report_known``)."""
+_Files = tuple[list[Path], list[Path]]
+
+
+def _reports(job: ReportsJob, explained: Explained) -> _Files:
+    """The report pages, with the explanations of every change."""
+    reports, env, root, context, log_dir = job
+    return _hooked_files(reports, env, root, {**context, "report_known": explained}, log_dir)
+
+
+def _reports_task(explained: Explained) -> _Files:
+    """:func:`_reports` in a forked worker."""
+    job: ReportsJob = _JOB["reports"]
+    return _reports(job, explained)
+
+
+class _Rest:
+    """What is left of a build once its servers are done: the proofs and blobs, and the
+    reports, which workers write while this process writes the whole-log pages.
+    :meth:`finish` waits for them (and accounts for their files); :meth:`close` stops the
+    workers."""
+
+    def __init__(
+        self,
+        writer: SiteWriter,
+        *,
+        pool: Any = None,
+        tasks: Iterable[Any] = (),
+        reports: Any = None,
+        files: _Files | None = None,
+    ) -> None:
+        self._writer, self._pool, self._tasks = writer, pool, tasks
+        self._reports, self._files = reports, files
+
+    def finish(self) -> _Files | None:
+        """The reports' files (``None``: no reports), once every task is done."""
+        for _, _, stats, written, unchanged in self._tasks:
+            self._writer.merge(stats, written, unchanged)
+        if self._reports is not None:
+            self._files = self._reports.get()
+        return self._files
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+            _JOB.clear()  # what the workers were forked with
 
 
 def _row_order(page: ServerPage) -> tuple[str, str]:
@@ -773,7 +816,7 @@ def _run(
     return done
 
 
-def _task(task: _Task) -> tuple[list[_Done], dict[str, tuple[int, int]], int, int]:
+def _task(task: _Task) -> tuple[str, list[_Done], dict[str, tuple[int, int]], int, int]:
     """One task in a forked worker (its own writer; the accounting goes back)."""
     job = _JOB
     writer = SiteWriter(job["root"], manifest=False, fresh=job["fresh"])
@@ -788,7 +831,7 @@ def _task(task: _Task) -> tuple[list[_Done], dict[str, tuple[int, int]], int, in
         job["cache"],
         job["owners"],
     )
-    return done, writer.stats, writer.written, writer.unchanged
+    return task[0], done, writer.stats, writer.written, writer.unchanged
 
 
 def _workers() -> int:
@@ -804,9 +847,12 @@ def _all_servers(
     *,
     meanwhile: Callable[[], None],
     cache: tuple[Path | None, str],
-) -> tuple[dict[str, ServerPage], Explained]:
-    """Every server's files, every proof and blob, in worker processes when the log is
-    large and cores allow (``meanwhile`` runs in this process while they work)."""
+    reports: ReportsJob | None = None,
+) -> tuple[dict[str, ServerPage], _Rest]:
+    """Every server's files, in worker processes when the log is large and cores allow
+    (``meanwhile`` runs in this process while they work); then every proof and blob and
+    the reports (``reports``), which the workers write after the servers (one of them the
+    reports) while this process goes on: the second item returned (finish and close it)."""
     sids = sorted(view.servers)
     levels = _proof_levels(view)
     owners = _blob_owners(view)
@@ -822,6 +868,8 @@ def _all_servers(
         ]
         for task in tasks:
             results.extend(_run(task, view, writer, env, now, context, levels, cache, owners))
+        files = None if reports is None else _reports(reports, _explained(results))
+        rest = _Rest(writer, files=files)
     else:
         import multiprocessing
 
@@ -838,11 +886,11 @@ def _all_servers(
             for i in range(0, len(groups), size)
         ]
         step = 5000
-        tasks.extend(
+        later: list[_Task] = [
             ("proofs", range(i, min(i + step, view.checkpoint.size)))
             for i in range(0, view.checkpoint.size, step)
-        )
-        tasks.extend(("blobs", refs[i : i + step]) for i in range(0, len(refs), step))
+        ]
+        later.extend(("blobs", refs[i : i + step]) for i in range(0, len(refs), step))
         _JOB.update(
             view=view,
             now=now,
@@ -853,31 +901,46 @@ def _all_servers(
             levels=levels,
             cache=cache,
             owners=owners,
+            reports=reports,
         )
         import gc
 
         # The view is read-only from here: frozen, the workers' collections never walk it
         # (nor copy its pages by touching them).
         gc.freeze()
+        pool = multiprocessing.get_context("fork").Pool(workers)
         try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                done = pool.imap_unordered(_task, tasks)
-                meanwhile()
-                for part, stats, written, unchanged in done:
-                    results.extend(part)
-                    writer.merge(stats, written, unchanged)
-        finally:
+            done = pool.imap_unordered(_task, tasks)
+            meanwhile()
+            for _, part, stats, written, unchanged in done:
+                results.extend(part)
+                writer.merge(stats, written, unchanged)
+            # The reports first (they are the longest), then the proofs and blobs.
+            report = None
+            if reports is not None:
+                report = pool.apply_async(_reports_task, (_explained(results),))
+            rest = _Rest(writer, pool=pool, tasks=pool.imap_unordered(_task, later), reports=report)
+        except BaseException:
+            pool.terminate()
+            pool.join()
             _JOB.clear()
+            raise
+        finally:
             gc.unfreeze()
     pages: dict[str, ServerPage] = {}
-    explained: Explained = {}
-    for sid, badge, summaries, explains in sorted(results, key=lambda r: r[0]):
+    for sid, badge, summaries, _ in sorted(results, key=lambda r: r[0]):
         history = view.servers[sid]
         page = ServerPage(history, badge)
         page.changes = list(zip(history.versions, summaries, strict=True))
         pages[sid] = page
+    return pages, rest
+
+
+def _explained(results: list[_Done]) -> Explained:
+    explained: Explained = {}
+    for _, _, _, explains in results:
         explained.update(explains)
-    return pages, explained
+    return explained
 
 
 def run_command(version: Version) -> str:
