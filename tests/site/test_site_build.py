@@ -307,3 +307,23 @@ def test_worker_processes_build_the_same_bytes(
     result = build_site(tmp_path / "log", vkey, tmp_path / "two", now=parse_now(NOW))
     assert _tree(tmp_path / "one") == _tree(tmp_path / "two")
     assert result.files == len(_tree(tmp_path / "two"))
+
+
+def test_the_reports_take_the_entries_the_site_read(tmp_path: Path) -> None:
+    from toolpin.crawl.report import load_view
+    from toolpin.site.model import read_log
+
+    writer, _ = sample_log(tmp_path / "log")
+    vkey = Verifier.from_text(writer.vkey)
+    view = read_log(tmp_path / "log", vkey)
+    assert view.audited is not None and view.observations is not None
+    assert len(view.observations) == view.audited.size
+    given = load_view(tmp_path / "log", vkey, audited=view.audited, observations=view.observations)
+    read = load_view(tmp_path / "log", vkey)
+    assert given.changes == read.changes and given.other_entries == read.other_entries
+    assert [c.index for c in given.changes] and given.other_entries == read.other_entries
+    # observations of another size (another checkpoint) are not taken
+    short = load_view(
+        tmp_path / "log", vkey, audited=view.audited, observations=view.observations[:-1]
+    )
+    assert short.changes == read.changes

@@ -315,6 +315,20 @@ def _record_fields(value: Mapping[str, Any]) -> tuple[str, str, str, str, str | 
     return server_id, name if isinstance(name, str) else "", surface, observed, look_text
 
 
+ReportObservation = tuple[str, str, str, str, str | None, dict[str, int], bytes, str]
+"""What a report reads of one log entry: server id, name, surface digest, observation
+time, last good look before, counts, leaf hash and blob reference."""
+
+
+def observation_of(value: Mapping[str, Any], leaf: bytes) -> ReportObservation | None:
+    """The report's reading of one decoded entry (``None``: not an observation)."""
+    fields = _record_fields(value)
+    if fields is None:
+        return None
+    server_id, name, surface, observed, look = fields
+    return server_id, name, surface, observed, look, _counts(value), leaf, value["blob"]
+
+
 def _counts(value: Mapping[str, Any]) -> dict[str, int]:
     counts = value.get("counts")
     if not isinstance(counts, dict):
@@ -394,6 +408,7 @@ def load_view(
     cache: Path | None = None,
     known: Mapping[int, tuple[int, Mapping[str, Any]]] | None = None,
     audited: Any = None,
+    observations: Sequence[ReportObservation | None] | None = None,
 ) -> LogView:
     """Audit the log and read every observation up to its signed checkpoint.
 
@@ -405,8 +420,10 @@ def load_view(
     is the same. ``audited``: the
     :class:`~toolpin.publog.checkpoint.Checkpoint` the caller's own full audit of this log
     just verified (not with ``since_note`` or ``as_of_note``): the audit is not repeated, and
-    the entries up to it are read. Raises :class:`ReportError` (exit 1: the log is bad) or
-    :class:`InputError` (exit 2).
+    the entries up to it are read. ``observations``: with ``audited``, what
+    :func:`observation_of` gives of each entry up to it (the caller read them along with
+    its audit), so the entries are not read again. Raises :class:`ReportError` (exit 1:
+    the log is bad) or :class:`InputError` (exit 2).
     """
     from toolpin.publog.blobs import BlobStore
     from toolpin.publog.checkpoint import open_checkpoint
@@ -443,15 +460,19 @@ def load_view(
     latest: dict[str, list[Any]] = {}
     changes: list[Change] = []
     others = 0
-    for index, raw in enumerate(log.iter_entries(0, checkpoint.size)):
-        value = decode_entry(raw, canonical=False)
-        fields = _record_fields(value)
-        if fields is None:
+    read: Iterable[ReportObservation | None]
+    if observations is not None and checkpoint is audited and len(observations) == audited.size:
+        read = observations
+    else:
+        read = (
+            observation_of(decode_entry(raw, canonical=False), leaf_hash(raw))
+            for raw in log.iter_entries(0, checkpoint.size)
+        )
+    for index, observation in enumerate(read):
+        if observation is None:
             others += 1
             continue
-        server_id, name, surface, observed, look = fields
-        counts = _counts(value)
-        leaf = leaf_hash(raw)
+        server_id, name, surface, observed, look, counts, leaf, blob = observation
         before = latest.get(server_id)
         extra: dict[str, Any] = {}
         snapshot: Snapshot | None = None
@@ -465,7 +486,7 @@ def load_view(
             if hit is None:
                 if before[5] is None:
                     before[5] = _snapshot(blobs, before[1], before[0], before[2])
-                snapshot = _snapshot(blobs, value["blob"], index, surface)
+                snapshot = _snapshot(blobs, blob, index, surface)
                 hit = _explain(before[5], snapshot)
                 if explained is not None:
                     explained.put(index, key, before[0], hit)
@@ -487,7 +508,7 @@ def load_view(
                 **extra,
             )
         )
-        latest[server_id] = [index, value["blob"], surface, counts, observed, snapshot]
+        latest[server_id] = [index, blob, surface, counts, observed, snapshot]
     if explained is not None:
         explained.save()
     return LogView(

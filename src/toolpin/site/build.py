@@ -422,6 +422,7 @@ def _build(
         hook_context["verifier"] = vkey
         hook_context["now"] = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         hook_context["audited"] = view.audited
+        hook_context["report_observations"] = view.observations
         job = (reports, env, root, hook_context, view.log_dir)
     pages, rest = _all_servers(
         view, now, writer, env, context, meanwhile=the_log, cache=cache, reports=job

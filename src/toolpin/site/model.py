@@ -21,13 +21,16 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError, LogError
 from toolpin.publog.blobs import BlobStore
 from toolpin.publog.checkpoint import Checkpoint
 from toolpin.publog.note import Verifier
+
+if TYPE_CHECKING:
+    from toolpin.crawl.report import ReportObservation
 
 SERVER_ID: Final = re.compile(r"[0-9a-f]{16}")
 TIMESTAMP: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z")
@@ -129,6 +132,9 @@ class LogView:
     leaf_hashes: list[bytes] = field(default_factory=list)
     audited: Checkpoint | None = None
     """The checkpoint :func:`read_log`'s full audit verified."""
+    observations: list[ReportObservation | None] | None = None
+    """The reports' reading of every entry up to it (:func:`toolpin.crawl.report.
+    observation_of`), or ``None``."""
     _snapshots: dict[str, Snapshot] = field(default_factory=dict)
     _blobs: BlobStore | None = None
 
@@ -290,9 +296,13 @@ class _Entries:
     servers: dict[str, ServerHistory]
     unreadable: int
     leaves: list[bytes]
+    observations: list[ReportObservation | None] | None
+    """The reports' reading of every entry (``None`` when one could not be decoded: the
+    reports then read the log themselves, and say why they cannot)."""
 
 
 def _read_entries(log_dir: Path) -> _Entries:
+    from toolpin.crawl.report import observation_of
     from toolpin.publog.entries import decode_entry
     from toolpin.publog.merkle import leaf_hash
     from toolpin.publog.tiles import TileLog
@@ -301,6 +311,7 @@ def _read_entries(log_dir: Path) -> _Entries:
     servers: dict[str, ServerHistory] = {}
     unreadable = 0
     leaves: list[bytes] = []
+    observations: list[ReportObservation | None] | None = []
     for index, raw in enumerate(log.iter_entries(0, log.size)):
         leaf = leaf_hash(raw)
         leaves.append(leaf)
@@ -308,14 +319,19 @@ def _read_entries(log_dir: Path) -> _Entries:
             value = decode_entry(raw, canonical=False)
         except LogError:
             unreadable += 1
+            observations = None
             continue
+        if observations is not None:
+            observations.append(observation_of(value, leaf))
         found = _version(index, leaf, value)
         if found is None:
             unreadable += 1
             continue
         server_id, version = found
         servers.setdefault(server_id, ServerHistory(server_id)).versions.append(version)
-    return _Entries(log.checkpoint, log.checkpoint_note or "", servers, unreadable, leaves)
+    return _Entries(
+        log.checkpoint, log.checkpoint_note or "", servers, unreadable, leaves, observations
+    )
 
 
 def _unverified_size(log_dir: Path) -> int:
@@ -383,7 +399,13 @@ def read_log(log_dir: Path, vkey: Verifier, *, state: Path | None = None) -> Log
         vkey=vkey.text,
     )
     return LogView(
-        site_checkpoint, servers, log_dir, entries.unreadable, entries.leaves, checkpoint
+        site_checkpoint,
+        servers,
+        log_dir,
+        entries.unreadable,
+        entries.leaves,
+        checkpoint,
+        observations=entries.observations,
     )
 
 

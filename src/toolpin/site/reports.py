@@ -97,6 +97,7 @@ def _view(log: LogView | str | Path, context: Mapping[str, Any]) -> LogView:
         cache=Path(cache) if cache is not None else None,
         known=context.get("report_known"),
         audited=context.get("audited"),
+        observations=context.get("report_observations"),
     )
 
 
