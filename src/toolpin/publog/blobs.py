@@ -35,9 +35,13 @@ class BlobStore:
         self._prefix = os.path.join(self._folder, "")
 
     def path(self, ref: str) -> Path:
+        return Path(self.file(ref))
+
+    def file(self, ref: str) -> str:
+        """The blob's path, as a string."""
         if not BLOB_REF.fullmatch(ref):
             raise BlobError('a blob reference is "sha256:<64 lower-case hex>"')
-        return self._folder / ref[7:]
+        return self._prefix + ref[7:]
 
     def put(self, data: bytes) -> str:
         """Store ``data`` (if not already there) and return its reference."""
@@ -74,11 +78,9 @@ class BlobStore:
 
     def get(self, ref: str) -> bytes:
         """The blob's bytes, checked against its digest."""
-        if not BLOB_REF.fullmatch(ref):
-            raise BlobError('a blob reference is "sha256:<64 lower-case hex>"')
         try:
             # a str path and an unbuffered file: a site build reads 100,000 small blobs
-            with open(self._prefix + ref[7:], "rb", buffering=0) as handle:
+            with open(self.file(ref), "rb", buffering=0) as handle:
                 data = handle.readall()
         except FileNotFoundError:
             raise BlobError(f"blob {ref} is missing") from None

@@ -180,7 +180,7 @@ def _link_blobs(
     for version in history.versions:
         ref = version.blob
         if ref is not None and ref not in linked and owners.get(ref) == history.id:
-            linked[ref] = writer.link(_blob_path(ref), blobs.path(ref), ref)
+            linked[ref] = writer.link(_blob_path(ref), blobs.file(ref), ref)
     return linked
 
 

@@ -141,7 +141,7 @@ class SiteWriter:
         self.stats[rel] = _replace(target, target + self._tmp, data)
         self.written += 1
 
-    def link(self, rel: str, source: Path, ref: str) -> bytes:
+    def link(self, rel: str, source: str | Path, ref: str) -> bytes:
         """A new site's copy of the log's blob ``source`` (digest ``ref``): a hard link
         when the file system allows, else a copy; either way read back and checked (the
         bytes are returned)."""
@@ -153,11 +153,11 @@ class SiteWriter:
         try:
             os.link(source, target)
         except OSError:
-            self.write(rel, source.read_bytes())
+            self.write(rel, Path(source).read_bytes())
             del self.stats[rel]
             self.written -= 1
-        with open(target, "rb") as handle:
-            data = handle.read()
+        with open(target, "rb", buffering=0) as handle:
+            data = handle.readall()
             info = os.fstat(handle.fileno())
         if "sha256:" + hashlib.sha256(data).hexdigest() != ref:
             raise InputError(f"blob {ref} does not match its digest")
