@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from toolpin.core.schemadiff import Direction, SchemaFinding, diff_schema, finding_line
@@ -767,3 +767,51 @@ def test_generated_values_near_the_depth_limit(
     assert bool(found) is not _same_json(old, new)
     if found and depth > 64 and keyword == "properties":  # the leaf is walked at `depth`
         assert [f.detail for f in found] == ["schema nesting limit reached"]
+
+
+_NUMBERS = st.sampled_from(
+    [0, -0.0, 0.0, 1, 1.0, 1e16, 10**16, 1e22, 10**22, 2**53, 2**53 + 1, 2**64 + 1, 0.5,
+     float("nan"), float("inf"), True, False, None, "null", "1.0", "1e16"]
+)  # fmt: skip
+_VALUES = st.recursive(
+    _NUMBERS | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "type", "é"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+class _NoOrjson:
+    OPT_SORT_KEYS = 0
+
+    @staticmethod
+    def dumps(value: object, option: int = 0) -> bytes:
+        raise TypeError("the standard library path")
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(_VALUES, _VALUES)
+@example([float("nan")], [None])
+@example({"a": float("inf")}, {"a": None})
+@example([1.0], [1])
+@example({"x": [1e16]}, {"x": [10**16]})
+@example([-0.0], [0])
+@example([2**64 + 1], [2**64 + 1])
+@example([True], [1])
+def test_the_orjson_comparison_agrees_with_the_standard_library_one(old: Any, new: Any) -> None:
+    """``same`` through orjson answers as through json.dumps alone, for numbers JavaScript
+    reads alike (1 and 1.0, 1e16 and 10**16), NaN, null, big integers and nesting."""
+    import toolpin.core.schemadiff as sd
+
+    fast = sd._Walker(old, new, "input", 64, 256)
+    answers = [fast.same(old, new), fast.same(new, old), fast.same(old, copy.deepcopy(old))]
+    real = sd._orjson
+    sd._orjson = _NoOrjson  # type: ignore[assignment]
+    try:
+        slow = sd._Walker(old, new, "input", 64, 256)
+        expected = [slow.same(old, new), slow.same(new, old), slow.same(old, copy.deepcopy(old))]
+    finally:
+        sd._orjson = real
+    assert answers == expected

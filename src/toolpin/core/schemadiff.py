@@ -37,6 +37,8 @@ from fractions import Fraction
 from typing import Final, Literal, TypeGuard
 from urllib.parse import unquote
 
+import orjson as _orjson
+
 __all__ = ["Direction", "SchemaFinding", "diff_schema", "finding_line"]
 
 Direction = Literal["input", "output"]
@@ -159,6 +161,8 @@ _MAP_SINGULAR: Final[dict[str, str]] = {
 }
 _INTEGRAL_FLOAT = re.compile(r"[0-9]\.0(?![0-9])|[0-9]e[+-]?[0-9]")
 """Text json.dumps may give a float that equals an integer (``1.0``, ``-0.0``, ``1e+16``)."""
+_INTEGRAL_BYTES = re.compile(rb"[0-9]\.0(?![0-9])|[0-9]e[+-]?[0-9]")
+"""The same in orjson's bytes (``1.0``, ``-0.0``, ``1e16``)."""
 _ARRAY_INDEX = re.compile(r"(?:0|[1-9][0-9]*)\Z")
 
 _Seg = str | int
@@ -552,8 +556,21 @@ class _Walker:
             return False
         if not isinstance(old, dict | list | tuple) and not isinstance(new, dict | list | tuple):
             return _scalar_canon(old) == _scalar_canon(new)
-        # Fast path: the C encoder. Equal text is equal JSON. Different text is different
-        # JSON unless an integral float (1.0, -0.0, 1e+16) may hide a JS-equal number.
+        # Fast path: orjson (one encoder, so one spelling per value). Equal text is equal
+        # JSON, unless it holds a null (orjson writes NaN and the infinities so). Different
+        # text is different JSON unless an integral float (1.0, -0.0, 1e16) may hide a
+        # JS-equal number. What orjson cannot write takes the standard library encoder.
+        try:
+            old_bytes = _orjson.dumps(old, option=_orjson.OPT_SORT_KEYS)
+            new_bytes = _orjson.dumps(new, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:  # orjson.JSONEncodeError: a big integer, a non-str key, a cycle
+            pass
+        else:
+            if old_bytes == new_bytes:
+                if b"null" not in old_bytes:
+                    return True
+            elif not (_INTEGRAL_BYTES.search(old_bytes) or _INTEGRAL_BYTES.search(new_bytes)):
+                return False
         try:
             old_text = json.dumps(old, sort_keys=True, ensure_ascii=False)
             new_text = json.dumps(new, sort_keys=True, ensure_ascii=False)
