@@ -111,6 +111,10 @@ class SiteWriter:
                     raise
             except FileNotFoundError:
                 os.makedirs(parent, exist_ok=True)
+                above = os.path.dirname(parent)  # made too (servers/<id> of .../diff)
+                while len(above) >= len(self._prefix) and above not in self._dirs:
+                    self._dirs.add(above)
+                    above = os.path.dirname(above)
             self._dirs.add(parent)
         return target
 
