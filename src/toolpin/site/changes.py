@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from toolpin.core.canonical import JSONValue
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange, compare
+from toolpin.core.labels import Label
 from toolpin.core.render import Line, pretty_diff, pretty_lines, text_diff, visible
 from toolpin.core.snapshot import Definition, Snapshot
 from toolpin.report.text import change_details
@@ -42,11 +43,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class LabelView:
-    key: str
-    severity: str
-    text: str
+LabelView = Label
+"""A label as a page shows it (its key, severity and visible text): the core's own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +133,7 @@ def _description(value: JSONValue) -> str:
 
 
 def _item(change: ItemChange) -> ItemView:
-    labels = tuple(LabelView(x.key, x.severity, x.text) for x in change.labels)
+    labels = change.labels
     words: tuple[tuple[str, str], ...] = ()
     findings: tuple[tuple[str, str, str], ...] = ()
     details: tuple[str, ...] = ()
