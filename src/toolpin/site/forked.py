@@ -1,8 +1,9 @@
 """One piece of a build run by a forked process while this one does another.
 
 A large build has steps that depend on nothing the other needs: the audit of the log and
-the reading of its entries, the reports and the other whole-log pages. On a machine with
-more than one core each pair runs side by side: :class:`Apart` forks a process that runs
+the reading of its entries. On a machine with more than one core they run side by side
+(the reports are a task of the build's worker pool instead, see
+:mod:`toolpin.site.build`): :class:`Apart` forks a process that runs
 ``work(*args)`` (from the parent's memory, so nothing is pickled on the way there) and
 hands back its value, or raises its exception, from :meth:`Apart.result`. With
 ``apart=False`` the work is simply done in this process, at once.
