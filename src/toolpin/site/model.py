@@ -302,6 +302,15 @@ class _Entries:
 
 
 def _read_entries(log_dir: Path) -> _Entries:
+    """Every entry of the log, read into server histories (with the cyclic collector
+    paused: what is built holds no cycle, see :mod:`toolpin.core.acyclic`)."""
+    from toolpin.core.acyclic import collector_paused
+
+    with collector_paused():
+        return _read(log_dir)
+
+
+def _read(log_dir: Path) -> _Entries:
     from toolpin.crawl.report import observation_of
     from toolpin.publog.entries import decode_entry
     from toolpin.publog.merkle import leaf_hash
