@@ -40,6 +40,7 @@ from typing import Any, Final
 from toolpin.core.drift import CHANGED, Drift, compare
 from toolpin.core.render import clip, visible
 from toolpin.core.snapshot import Kind, Snapshot
+from toolpin.crawl.record import RECORD_TYPE, RECORD_VERSION
 from toolpin.errors import InputError, LogError
 
 GAP_HOURS: Final = 48
@@ -292,8 +293,6 @@ def explain_drift(drift: Drift) -> dict[str, Any]:
 
 
 def _record_fields(value: Mapping[str, Any]) -> tuple[str, str, str, str, str | None] | None:
-    from toolpin.crawl.record import RECORD_TYPE, RECORD_VERSION
-
     if value.get("type") != RECORD_TYPE or value.get("v") != RECORD_VERSION:
         return None
     server, digests = value.get("server"), value.get("digests")

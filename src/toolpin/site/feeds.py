@@ -68,6 +68,9 @@ def _counts_text(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing listed"
 
 
+_Newest = tuple[list[FeedEntry], dict[str, list[FeedEntry]]]
+
+
 def _newest(view: LogView, pages: Mapping[str, ServerPage], base: str) -> _Newest:
     """The whole log's newest entries, and each label's (at most :data:`MAX_ITEMS` of
     each: only those are built, of the 100,000 entries of a large log)."""
@@ -99,9 +102,6 @@ def _newest(view: LogView, pages: Mapping[str, ServerPage], base: str) -> _Newes
         for chosen in wanted:
             chosen.append(entry)
     return whole, by_label
-
-
-_Newest = tuple[list[FeedEntry], dict[str, list[FeedEntry]]]
 
 
 def _entry(

@@ -76,11 +76,7 @@ def report_json(report: Mapping[str, Any]) -> str:
         except TypeError:  # orjson.JSONEncodeError
             text = ""
         if text:
-            return (
-                text
-                if text.isascii() and "\x7f" not in text
-                else (_BEYOND_ASCII.sub(_ascii_escape, text))
-            )
+            return _BEYOND_ASCII.sub(_ascii_escape, text)
     return json.dumps(report, indent=2, ensure_ascii=True)
 
 
