@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tlog_helpers import load_vectors
@@ -12,10 +13,11 @@ from tlog_helpers import load_vectors
 from toolpin.publog.merkle import (
     EMPTY_ROOT,
     MemoryTree,
-    inclusion_proofs,
     leaf_hash,
+    level_path,
     node_hash,
     root_from_inclusion,
+    tree_levels,
     verify_consistency,
     verify_inclusion,
 )
@@ -216,14 +218,29 @@ def test_every_inclusion_proof_verifies(case: tuple[int, int]) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 600), st.data())
-def test_proofs_for_many_leaves_are_each_leafs_proof(size: int, data: st.DataObject) -> None:
-    indices = data.draw(st.lists(st.integers(0, size - 1), max_size=40))
-    expected = [BIG.inclusion_proof(index, size) for index in indices]
-    assert list(inclusion_proofs(BIG, size, indices)) == expected
-    assert list(inclusion_proofs(BIG, size, range(size))) == [
+@given(st.integers(1, 600))
+def test_the_levels_of_a_tree_give_its_root_and_every_proof(size: int) -> None:
+    levels = tree_levels([leaf_hash(i.to_bytes(4, "big")) for i in range(size)])
+    assert levels[-1] == [BIG.root(size)]
+    assert [level_path(levels, index) for index in range(size)] == [
         BIG.inclusion_proof(index, size) for index in range(size)
     ]
+    # any per-node mapping of the levels reads the same path, mapped
+    named = [[(n, i) for i in range(len(level))] for n, level in enumerate(levels)]
+    for index in range(size):
+        path = level_path(named, index)
+        assert [levels[n][i] for n, i in path] == level_path(levels, index)
+
+
+def test_the_levels_agree_with_the_second_implementation() -> None:
+    entries = [f"entry {i}".encode() for i in range(70)]
+    for n in range(1, 71):
+        levels = tree_levels([leaf_hash(e) for e in entries[:n]])
+        assert levels[-1] == [_mth(entries[:n])]
+        for m in range(n):
+            assert level_path(levels, m) == _path_ref(m, entries[:n])
+    with pytest.raises(ValueError, match="outside"):
+        level_path(tree_levels([leaf_hash(b"x")]), 1)
 
 
 @settings(max_examples=200, deadline=None)

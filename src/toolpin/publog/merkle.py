@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
 
 HASH_SIZE = 32
 EMPTY_ROOT = hashlib.sha256(b"").digest()
+
+_T = TypeVar("_T")
 
 __all__ = [
     "EMPTY_ROOT",
@@ -41,10 +43,12 @@ __all__ = [
     "inclusion_proof",
     "largest_power_of_two_below",
     "leaf_hash",
+    "level_path",
     "node_hash",
     "perfect_root",
     "root_from_inclusion",
     "subtree_hash",
+    "tree_levels",
     "tree_root",
     "verify_consistency",
     "verify_inclusion",
@@ -131,24 +135,34 @@ def inclusion_proof(source: HashSource, index: int, size: int) -> list[bytes]:
     return _inclusion_path(functools.partial(subtree_hash, source), index, size)
 
 
-def inclusion_proofs(
-    source: HashSource, size: int, indices: Iterable[int]
-) -> Iterator[list[bytes]]:
-    """:func:`inclusion_proof` of each of ``indices`` in a tree of ``size``, the hashes of
-    its incomplete subtrees (those that end at ``size``, at most one per level) computed
-    once for all."""
-    edge: dict[int, bytes] = {}
+def tree_levels(leaf_hashes: Sequence[bytes]) -> list[list[bytes]]:
+    """Every level of RFC 9162's tree over ``leaf_hashes``, built bottom up: level 0 is the
+    leaves, each level above pairs the one below, and a last node without a pair moves up
+    unchanged (it is the hash of the incomplete subtree at the tree's right edge). The
+    last level holds the root; the same tree as ``MTH``, node for node."""
+    levels = [list(leaf_hashes)]
+    while len(levels[-1]) > 1:
+        below = levels[-1]
+        level = [node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)]
+        if len(below) % 2:
+            level.append(below[-1])
+        levels.append(level)
+    return levels
 
-    def subtree(start: int, end: int) -> bytes:
-        if end != size:  # a complete subtree: one node
-            return subtree_hash(source, start, end)
-        found = edge.get(start)
-        if found is None:
-            found = edge[start] = subtree_hash(source, start, end)
-        return found
 
-    for index in indices:
-        yield _inclusion_path(subtree, index, size)
+def level_path(levels: Sequence[Sequence[_T]], index: int) -> list[_T]:
+    """:func:`inclusion_proof` of ``index`` in the tree of :func:`tree_levels` (or of any
+    per-node mapping of it, such as each hash's base64): at each level the node's sibling,
+    when it has one (a node without a pair has none: it moved up)."""
+    if not 0 <= index < len(levels[0]):
+        raise ValueError(f"leaf index {index} is outside a tree of size {len(levels[0])}")
+    path: list[_T] = []
+    for level in levels[:-1]:
+        sibling = index ^ 1
+        if sibling < len(level):
+            path.append(level[sibling])
+        index >>= 1
+    return path
 
 
 def _inclusion_path(subtree: Callable[[int, int], bytes], index: int, size: int) -> list[bytes]:

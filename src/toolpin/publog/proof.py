@@ -60,6 +60,7 @@ __all__ = [
     "make_proof",
     "parse_consistency_proof",
     "parse_proof",
+    "proof_text",
     "verify_consistency_proof",
     "verify_proof",
 ]
@@ -91,12 +92,21 @@ class TlogProof:
     extra: bytes | None = None
 
     def to_text(self) -> str:
-        lines = [PROOF_HEADER]
-        if self.extra is not None:
-            lines.append(f"extra {_b64(self.extra)}")
-        lines.append(f"index {self.index}")
-        lines.extend(_b64(h) for h in self.path)
-        return "\n".join(lines) + "\n\n" + self.checkpoint_note
+        path = [_b64(h) for h in self.path]
+        return proof_text(self.index, path, self.checkpoint_note, self.extra)
+
+
+def proof_text(
+    index: int, path: Sequence[str], checkpoint_note: str, extra: bytes | None = None
+) -> str:
+    """The text of a :class:`TlogProof` whose ``path`` is already in base64 (a site's
+    proofs share most of their hashes, each encoded once)."""
+    lines = [PROOF_HEADER]
+    if extra is not None:
+        lines.append(f"extra {_b64(extra)}")
+    lines.append(f"index {index}")
+    lines.extend(path)
+    return "\n".join(lines) + "\n\n" + checkpoint_note
 
 
 def parse_proof(text: str) -> TlogProof:

@@ -118,31 +118,31 @@ def _window(history: ServerHistory, position: int) -> dict[str, Any]:
     return {"after": after, "seen": seen, "gap": gap, "known": known}
 
 
-def _proof_levels(view: LogView) -> list[list[bytes]]:
-    """Every level of the tree at the built checkpoint (level 0: the leaves)."""
-    from toolpin.publog.merkle import node_hash
+def _proof_levels(view: LogView) -> list[list[str]]:
+    """Every level of the tree at the built checkpoint, each node's hash in base64 (as the
+    proofs carry it; level 0: the leaves)."""
+    import base64
 
-    levels = [list(view.leaf_hashes)]
-    while len(levels[-1]) > 1:
-        below = levels[-1]
-        levels.append([node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)])
+    from toolpin.publog.merkle import tree_levels
+
+    levels = [
+        [base64.b64encode(node).decode("ascii") for node in level]
+        for level in tree_levels(view.leaf_hashes)
+    ]
+    if view.checkpoint.size and levels[-1] != [view.checkpoint.root]:
+        raise InputError("internal error: the entries read do not give the checkpoint's root")
     return levels
 
 
-def _proofs(view: LogView, writer: SiteWriter, levels: list[list[bytes]], part: range) -> None:
+def _proofs(view: LogView, writer: SiteWriter, levels: list[list[str]], part: range) -> None:
     """``proof/<index>.tlog-proof`` for the entries in ``part``, against the built
     checkpoint."""
-    from toolpin.publog.merkle import inclusion_proofs
-    from toolpin.publog.proof import TlogProof
-
-    class _Memory:
-        def node(self, level: int, index: int) -> bytes:
-            return levels[level][index]
+    from toolpin.publog.merkle import level_path
+    from toolpin.publog.proof import proof_text
 
     note = view.checkpoint.note
-    paths = inclusion_proofs(_Memory(), view.checkpoint.size, part)
-    for index, path in zip(part, paths, strict=True):
-        writer.text(f"proof/{index}.tlog-proof", TlogProof(index, tuple(path), note).to_text())
+    for index in part:
+        writer.text(f"proof/{index}.tlog-proof", proof_text(index, level_path(levels, index), note))
 
 
 def _blob_owners(view: LogView) -> dict[str, str]:
@@ -797,7 +797,7 @@ def _run(
     env: jinja2.Environment,
     now: dt.datetime,
     context: Mapping[str, Any],
-    levels: list[list[bytes]],
+    levels: list[list[str]],
     cache: tuple[Path | None, str],
     owners: Mapping[str, str],
 ) -> list[_Done]:
