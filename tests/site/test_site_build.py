@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from markupsafe import escape
 from site_helpers import NOW, LogWriter, sample_log, tool
 
@@ -334,3 +336,41 @@ def test_the_reports_take_the_entries_the_site_read(
         tmp_path / "log", vkey, audited=view.audited, observations=view.observations[:-1]
     )
     assert short.changes == read.changes
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["sha256:" + c * 64 for c in "abc"] + [None]), max_size=5),
+        max_size=6,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_each_blob_is_owned_by_the_server_of_its_first_version(
+    servers: list[list[str | None]], random: Any
+) -> None:
+    from toolpin.site.build import _blob_owners
+    from toolpin.site.model import LogView, ServerHistory, SiteCheckpoint, Version
+
+    indices = list(range(sum(map(len, servers))))
+    random.shuffle(indices)
+    order = iter(indices)
+    histories: dict[str, ServerHistory] = {}
+    for n, blobs in enumerate(servers):
+        sid = f"s{n}"
+        histories[sid] = ServerHistory(sid)
+        for blob in blobs:
+            histories[sid].versions.append(
+                Version(
+                    *(next(order), "", "", None, "", {}, {}, blob, None, "", "", "", None),
+                    *(None, None, None, None),
+                )
+            )
+    checkpoint = SiteCheckpoint("o", 0, "", "", "", "")
+    view = LogView(checkpoint, histories, Path("."))
+    expected: dict[str, str] = {}
+    every = sorted((v.index, h.id, v.blob) for h in histories.values() for v in h.versions)
+    for _, sid, blob in every:
+        if blob is not None:
+            expected.setdefault(blob, sid)
+    assert list(_blob_owners(view).items()) == sorted(expected.items())

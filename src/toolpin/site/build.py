@@ -148,11 +148,15 @@ def _proofs(view: LogView, writer: SiteWriter, levels: list[list[str]], part: ra
 def _blob_owners(view: LogView) -> dict[str, str]:
     """``{blob ref: server id}``: every blob, and the server whose files carry it (the
     server of its first version, in log order)."""
+    first: dict[str, int] = {}
     owners: dict[str, str] = {}
-    for history, version in view.versions():
-        if version.blob is not None:
-            owners.setdefault(version.blob, history.id)
-    return dict(sorted(owners.items()))
+    for history in view.servers.values():  # no pair per version: nothing for the collector
+        for version in history.versions:
+            ref = version.blob
+            if ref is not None and first.get(ref, version.index + 1) > version.index:
+                first[ref] = version.index
+                owners[ref] = history.id
+    return {ref: owners[ref] for ref in sorted(owners)}
 
 
 def _blob_path(ref: str) -> str:
