@@ -165,21 +165,28 @@ def write_api(
     )
     servers = [server_row(pages[sid]) for sid in sorted(pages)]
     writer.text(f"{API}/servers.json", _dump({"checkpoint": _checkpoint(view), "servers": servers}))
-    windows: dict[str, Any] = {}
-    for key, span in WINDOWS.items():
-        start = now - span
-        changes = new = 0
-        changed: set[str] = set()
-        for history in (p.history for p in pages.values() if not p.history.opted_out):
-            for position, version in enumerate(history.versions):
-                if parse_time(version.observed_at) <= start:
+    starts = {key: now - span for key, span in WINDOWS.items()}
+    counts = {key: [0, 0] for key in WINDOWS}  # changes, new servers
+    changed: dict[str, set[str]] = {key: set() for key in WINDOWS}
+    for history in (p.history for p in pages.values() if not p.history.opted_out):
+        for position, version in enumerate(history.versions):
+            seen = parse_time(version.observed_at)  # once per version, for every window
+            for key, start in starts.items():
+                if seen <= start:
                     continue
                 if position == 0:
-                    new += 1
+                    counts[key][1] += 1
                 else:
-                    changes += 1
-                    changed.add(history.id)
-        windows[key] = {"changes": changes, "serversChanged": len(changed), "serversNew": new}
+                    counts[key][0] += 1
+                    changed[key].add(history.id)
+    windows = {
+        key: {
+            "changes": counts[key][0],
+            "serversChanged": len(changed[key]),
+            "serversNew": counts[key][1],
+        }
+        for key in WINDOWS
+    }
     writer.text(
         f"{API}/stats.json",
         _dump(

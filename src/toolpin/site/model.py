@@ -45,10 +45,11 @@ class UnverifiedLogError(LogError):
     exit_code = 1
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 18)
 def parse_time(text: str) -> dt.datetime:
     """A record timestamp (``2026-11-30T04:05:51Z``) as an aware UTC datetime (kept for
-    the times seen last: the pages, badges, feeds and API ask for the same ones)."""
+    the times seen last: the pages, badges, feeds and API ask for the same ones, and a
+    log of 100,000 entries has as many times: they all fit)."""
     if not TIMESTAMP.fullmatch(text):
         raise ValueError(f"not a UTC timestamp: {text!r}")
     return dt.datetime.fromisoformat(text[:19]).replace(tzinfo=dt.UTC)
