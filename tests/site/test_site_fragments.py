@@ -164,3 +164,16 @@ def test_the_shared_page_markup_is_the_old_base_template(
         checkpoint = {"origin": origin, "size": size, "root": root, "time": time}
     page = environment().get_template("base.html").render(checkpoint=checkpoint, base_url=base_url)
     assert page == _render(OLD_BASE, checkpoint=checkpoint, base_url=base_url)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(), st.sampled_from(["&", "<", ">", "'", '"', "&amp;", "\x00", "\u202e"]))
+def test_escaped_text_is_markupsafe_s_and_the_fallback_s(text: str, special: str) -> None:
+    import markupsafe
+
+    from toolpin.site.render import _replace_chain, escape_text
+
+    for sample in (text, special + text + special, text.join(special * 3)):
+        expected = str(markupsafe.escape(sample))
+        assert escape_text(sample) == expected
+        assert _replace_chain(sample) == expected

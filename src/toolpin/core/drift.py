@@ -253,7 +253,7 @@ def compare_listings(
     for key in added:
         extra = (lab.rename_label(renames[key]),) if key in renames else ()
         # Every text rule runs over the whole new definition (as against nothing).
-        signals = lab.text_signals("", canonical_json(new_map[key].value))
+        signals = lab.text_signals("", _text_of(new_map[key]))
         out.append(
             ItemChange(
                 kind=kind,
@@ -278,9 +278,37 @@ def compare_listings(
     return out, same
 
 
+_TEXTS: dict[tuple[int, Kind | None], tuple[Definition, str]] = {}
+_TEXTS_KEPT: Final = 1024
+
+
+def _memo(definition: Definition, without_key_of: Kind | None) -> str:
+    """The canonical text of ``definition``'s value (or of it without ``without_key_of``'s
+    key member), kept by identity for the definitions compared last: a version of a
+    definition is the new side of one change and the old side of the next. The entry
+    holds the definition, so its identity is not reused while kept; nothing is assumed of
+    its hash (a legacy lockfile's digest is not of this text)."""
+    slot = (id(definition), without_key_of)
+    found = _TEXTS.get(slot)
+    if found is not None and found[0] is definition:
+        return found[1]
+    value: JSONValue = definition.value
+    if without_key_of is not None:
+        key = without_key_of.key_member
+        value = {k: v for k, v in definition.value.items() if k != key}
+    text = canonical_json(value)
+    if len(_TEXTS) >= _TEXTS_KEPT:
+        _TEXTS.clear()
+    _TEXTS[slot] = (definition, text)
+    return text
+
+
+def _text_of(definition: Definition) -> str:
+    return _memo(definition, None)
+
+
 def _without_key(kind: Kind, definition: Definition) -> str:
-    value = {k: v for k, v in definition.value.items() if k != kind.key_member}
-    return canonical_json(value)
+    return _memo(definition, kind)
 
 
 def _renames(
@@ -411,7 +439,7 @@ def explain_change(kind: Kind, old: Definition, new: Definition) -> ItemChange:
             members.append(MemberChange(member, ADDED if member in b else REMOVED))
         elif member in a and _differ(a[member], b[member]):
             members.append(MemberChange(member, CHANGED, _shape_change(a[member], b[member])))
-    old_text, new_text = canonical_json(a), canonical_json(b)
+    old_text, new_text = _text_of(old), _text_of(new)
     structural = lab.structural_labels(
         fields_added=fields_added,
         fields_type_changed=fields_type,

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
 import jinja2
+import markupsafe
 from markupsafe import Markup, escape
 
 from toolpin.core.render import visible
@@ -63,12 +64,7 @@ def href(context: Mapping[str, object], rel: str) -> str:
     return site_path(context.get("base_url")) + rel
 
 
-def escape_text(text: str) -> str:
-    """``text`` escaped exactly as :func:`markupsafe.escape` (and so autoescaping) escapes
-    it, as a plain ``str`` for a fragment being built (no :class:`Markup` per piece).
-    Anything but a plain ``str`` goes through :func:`markupsafe.escape` itself."""
-    if type(text) is not str:
-        return str(escape(text))
+def _replace_chain(text: str) -> str:
     return (
         text.replace("&", "&amp;")
         .replace(">", "&gt;")
@@ -76,6 +72,21 @@ def escape_text(text: str) -> str:
         .replace("'", "&#39;")
         .replace('"', "&#34;")
     )
+
+
+_ESCAPE_STR: Final[Callable[[str], str]] = getattr(markupsafe, "_escape_inner", _replace_chain)
+"""The function :func:`markupsafe.escape` applies to a plain ``str`` (C in MarkupSafe 3,
+four to six times faster than :func:`_replace_chain`), or the same replacements in Python
+when a MarkupSafe release does not have it."""
+
+
+def escape_text(text: str) -> str:
+    """``text`` escaped exactly as :func:`markupsafe.escape` (and so autoescaping) escapes
+    it, as a plain ``str`` for a fragment being built (no :class:`Markup` per piece).
+    Anything but a plain ``str`` goes through :func:`markupsafe.escape` itself."""
+    if type(text) is not str:
+        return str(escape(text))
+    return _ESCAPE_STR(text)
 
 
 _STAMP: Final = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-\d{2}T\d{2}:\d{2}")
