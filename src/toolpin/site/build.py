@@ -576,17 +576,19 @@ def _row(page: ServerPage, now: dt.datetime) -> dict[str, Any]:
 
 
 def _recent_changes(pages: Mapping[str, ServerPage]) -> list[dict[str, Any]]:
-    items = [
-        (version, page, change)
-        for page in pages.values()
-        if not page.history.opted_out
-        for version, change in page.changes
-    ]
-    items.sort(key=lambda item: item[0].index, reverse=True)
-    return [
-        {"version": v, "id": p.id, "name": v.name, "change": c}
-        for v, p, c in items[:RECENT_CHANGES]
-    ]
+    import heapq
+
+    items = heapq.nlargest(  # the newest few of every version (indices are unique)
+        RECENT_CHANGES,
+        (
+            (version, page, change)
+            for page in pages.values()
+            if not page.history.opted_out
+            for version, change in page.changes
+        ),
+        key=lambda item: item[0].index,
+    )
+    return [{"version": v, "id": p.id, "name": v.name, "change": c} for v, p, c in items]
 
 
 def _counts(view: LogView, pages: Mapping[str, ServerPage], now: dt.datetime) -> dict[str, int]:

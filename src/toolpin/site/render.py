@@ -94,7 +94,11 @@ _STAMP: Final = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-\d{2}T\d{2}:\d{2}")
 
 def when(value: object) -> Markup:
     """``2026-11-30T03:00:00Z`` as ``<time datetime=…>30 Nov 2026, 03:00 UTC</time>``."""
-    text = value if isinstance(value, str) else ""
+    return _when(value if isinstance(value, str) else "")
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _when(text: str) -> Markup:  # a version's time is shown in its history and its row
     if not _STAMP.match(text):
         return Markup("<time>") + text + Markup("</time>")
     year, month, day = text[:4], int(text[5:7]), int(text[8:10])
