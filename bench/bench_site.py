@@ -7,19 +7,23 @@ Usage (from the repository root)::
 
 The log is written with the crawler's own record code (one entry per new or changed
 surface, definitions in blobs): every server is first recorded once, then the remaining
-entries are changes of randomly chosen servers (seeded, so runs compare). Measured: a full
-build into an empty folder with an empty cache, an unchanged rebuild, then ``--new`` more
-entries are appended and the site is built again (incremental, with the cache the first
-build kept), and the grown log is built into a new folder with the cache and without (new
-folders, so that no mass deletion slows the file system during a measured build).
-Baseline, in the same run: ``verify_log`` of the same log, which every build must do
-first. Prints figures only; asserts nothing. The work folder is removed at the end unless
---dir is given.
+entries are changes of randomly chosen servers (seeded, so runs compare). Measured, in
+this order: a full build of ``--entries`` entries into an empty folder with an empty cache
+(first, so that no earlier build of this run has filled the kernel's inode and dentry
+caches, which slows creating files on a machine with small hash tables for them), an
+unchanged rebuild, then ``--new`` more entries are appended and the site is built again
+(incremental, with the cache the first build kept), and the grown log is built into a new
+folder with the cache and without (new folders, so that no mass deletion slows the file
+system during a measured build). The kernel's cached inodes and dentries are printed
+before the first build and after the last. Baseline, in the same run: ``verify_log`` of
+the same log, which every build must do first. Prints figures only; asserts nothing. The
+work folder is removed at the end unless --dir is given.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import shutil
@@ -130,13 +134,30 @@ class BenchLog:
         self.done = upto
 
 
+def _kernel_caches() -> str:
+    """How many inodes and dentries the kernel holds (Linux): creating a file walks hash
+    chains whose length grows with them, so a build on a machine that has created
+    millions of files (and has the memory to keep them cached) is slower."""
+    try:
+        inodes = int(Path("/proc/sys/fs/inode-nr").read_text().split()[0])
+        dentries = int(Path("/proc/sys/fs/dentry-state").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return "not known"
+    return f"{inodes:,} inodes, {dentries:,} dentries cached"
+
+
 def _timed(label: str, build: Any, baseline: float) -> Any:
+    before = os.times()
     started = time.perf_counter()
     result = build()
     took = time.perf_counter() - started
+    after = os.times()
+    user = after.user + after.children_user - before.user - before.children_user
+    system = after.system + after.children_system - before.system - before.children_system
     print(
-        f"{label}: {took:.1f} s ({took / baseline:.1f}x verify_log), {result.files:,} files, "
-        f"{result.written:,} written, {result.unchanged:,} unchanged, {result.removed} removed"
+        f"{label}: {took:.1f} s ({took / baseline:.1f}x verify_log; CPU {user:.1f} s user, "
+        f"{system:.1f} s system), {result.files:,} files, {result.written:,} written, "
+        f"{result.unchanged:,} unchanged, {result.removed} removed"
     )
     return result
 
@@ -156,12 +177,11 @@ def main() -> None:
         log_dir = work / "log"
         if (log_dir / "checkpoint").exists():
             raise SystemExit(f"{log_dir} exists: give a new --dir (the log is written in stages)")
-        first = args.entries - args.new
         started = time.perf_counter()
-        log = BenchLog(log_dir, args.servers, args.entries, signer)
-        log.write(first)
+        log = BenchLog(log_dir, args.servers, args.entries + args.new, signer)
+        log.write(args.entries)
         print(
-            f"wrote the log: {first:,} entries, {args.servers:,} servers "
+            f"wrote the log: {args.entries:,} entries, {args.servers:,} servers "
             f"in {time.perf_counter() - started:.1f} s (setup, not measured)"
         )
         started = time.perf_counter()
@@ -169,6 +189,7 @@ def main() -> None:
         baseline = time.perf_counter() - started
         assert result.ok, result.reason
         print(f"baseline verify_log: {baseline:.1f} s")
+        print(f"kernel before the builds: {_kernel_caches()}")
         out, cache = work / "out", work / "cache"
         now = parse_now(NOW)
 
@@ -177,8 +198,8 @@ def main() -> None:
 
         _timed("full build (empty folder, empty cache)", build, baseline)
         _timed("unchanged rebuild", build, baseline)
-        log.write(args.entries)
-        print(f"appended {args.new:,} entries (now {args.entries:,})")
+        log.write(args.entries + args.new)
+        print(f"appended {args.new:,} entries (now {args.entries + args.new:,})")
         _timed("incremental build (the grown log, cache kept)", build, baseline)
         _timed("unchanged rebuild", build, baseline)
         # New folders, not the old ones deleted: deleting 358,000 files just before a build
@@ -194,6 +215,7 @@ def main() -> None:
             lambda: build(work / "out-3", work / "cache-3"),
             baseline,
         )
+        print(f"kernel after the builds: {_kernel_caches()}")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"peak memory: {peak:.0f} MiB")
     finally:
