@@ -141,8 +141,8 @@ def _gates(text: str) -> tuple[bool, ...]:
     """Which signals can match the ASCII ``text`` (see the gates above)."""
     low = text.lower()
     return (
-        any(needle in low for needle in _INSTRUCTION_NEEDLES),
-        any(needle in low for needle in _SECRETS_NEEDLES),
+        any(map(low.__contains__, _INSTRUCTION_NEEDLES)),
+        any(map(low.__contains__, _SECRETS_NEEDLES)),
         "@" in text or "http" in low or _DIGIT_DOT.search(text) is not None,
         "\\u00" in text
         or "<!--" in text
