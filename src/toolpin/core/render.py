@@ -263,11 +263,10 @@ def line_diff(
     context: int = COLLAPSE_AFTER,
 ) -> list[Line]:
     """A unified-style line diff; unchanged runs longer than ``context`` are collapsed."""
-    import difflib
+    from toolpin.core.seqdiff import opcodes
 
     out = [Line(f"--- {old_label}", "del"), Line(f"+++ {new_label}", "add")]
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes(old, new):
         if tag == "equal":
             run = old[i1:i2]
             if len(run) > 2 * context + 1:

@@ -8,7 +8,6 @@ definition as a line diff. Every string in a view has already been made visible.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -19,6 +18,7 @@ from toolpin.core.canonical import JSONValue
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange, compare
 from toolpin.core.labels import Label
 from toolpin.core.render import Line, pretty_diff, pretty_lines, text_diff, visible
+from toolpin.core.seqdiff import opcodes
 from toolpin.core.snapshot import Definition, Snapshot
 from toolpin.report.text import change_details
 from toolpin.site.render import escape_text
@@ -116,8 +116,7 @@ def word_diff(old: str, new: str) -> tuple[tuple[str, str], ...]:
     if len(a) > MAX_WORD_TOKENS or len(b) > MAX_WORD_TOKENS:
         return ()
     out: list[tuple[str, str]] = []
-    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes(a, b):
         if tag == "equal":
             out.append(("same", visible("".join(a[i1:i2]), multiline=True)))
             continue
