@@ -464,3 +464,36 @@ def test_kept_texts_follow_the_definition_not_its_hash() -> None:
         {k: v for k, v in poisoned.items() if k != "name"}
     )
     assert drift._text_of(twin) == drift.canonical_json(poisoned)  # the two kept apart
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.one_of(st.none(), st.text(max_size=30), st.integers(-9, 9)),
+    st.one_of(st.none(), st.text(max_size=30), st.integers(-9, 9)),
+)
+def test_description_diff_is_difflib_s_unified_diff(old: Any, new: Any) -> None:
+    import difflib
+
+    a = old if isinstance(old, str) else ("" if old is None else str(old))
+    b = new if isinstance(new, str) else ("" if new is None else str(new))
+    expected = tuple(
+        difflib.unified_diff(
+            a.split("\n"),
+            b.split("\n"),
+            "description (pinned)",
+            "description (current)",
+            n=1,
+            lineterm="",
+        )
+    )
+    assert description_diff(old, new) == expected
+    assert description_diff(old + "\nmore" if isinstance(old, str) else old, new) == tuple(
+        difflib.unified_diff(
+            (a + "\nmore" if isinstance(old, str) else a).split("\n"),
+            b.split("\n"),
+            "description (pinned)",
+            "description (current)",
+            n=1,
+            lineterm="",
+        )
+    )

@@ -335,19 +335,24 @@ def _text(value: JSONValue) -> str:
     return value if isinstance(value, str) else ("" if value is None else canonical_json(value))
 
 
+_DESCRIPTION_FILES: Final = ("description (pinned)", "description (current)")
+
+
 def description_diff(old: JSONValue, new: JSONValue) -> tuple[str, ...]:
     """mcp-tool-pin-check's description diff: unified, one line of context (raw text)."""
     a, b = _text(old), _text(new)
     if a == b:
         return ()
+    if "\n" not in a and "\n" not in b:  # one line each (most descriptions): one hunk
+        pinned, current = _DESCRIPTION_FILES
+        return (f"--- {pinned}", f"+++ {current}", "@@ -1 +1 @@", f"-{a}", f"+{b}")
     # Split on "\n" only: str.splitlines() also splits on U+2028, U+2029, U+0085 and
     # friends, which would hide a change between two of them.
     return tuple(
         difflib.unified_diff(
             a.split("\n"),
             b.split("\n"),
-            "description (pinned)",
-            "description (current)",
+            *_DESCRIPTION_FILES,
             n=1,
             lineterm="",
         )
