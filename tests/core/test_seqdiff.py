@@ -44,8 +44,13 @@ def test_the_shortcut_answers_the_common_edit_and_only_it(
     cases = [
         (lines, edited, False),
         (list("ab"), list("cd"), False),
-        # A block can run across the cut when one side adds nothing: the matcher answers.
+        (list("abc"), list("abxyc"), False),  # only added
+        (list("abxyc"), list("abc"), False),  # only removed
+        (list("xyz"), list("axyz"), False),  # added before everything
+        # A block can run across the seam when one side adds nothing: the matcher answers.
         (list("aaa"), list("ayaa"), True),
+        (list("ayaa"), list("aaa"), True),
+        (list("abab"), list("abyab"), False),  # the seam pair (b, a) stands nowhere else
         # An element of the edit found elsewhere: the matcher answers too.
         (list("acc"), list("adc"), True),
         ([], [], True),
@@ -53,7 +58,8 @@ def test_the_shortcut_answers_the_common_edit_and_only_it(
     ]
     expected = [_difflib(a, b) for a, b, _ in cases]
     assert expected[1] == [("replace", 0, 2, 0, 2)]
-    assert expected[2][0][0] == "insert"  # not the common start kept
+    assert expected[2] == [("equal", 0, 2, 0, 2), ("insert", 2, 2, 2, 4), ("equal", 2, 3, 4, 5)]
+    assert expected[5][0][0] == "insert"  # not the common start kept
     calls: list[int] = []
 
     class Counting(difflib.SequenceMatcher):  # type: ignore[type-arg]
