@@ -362,8 +362,23 @@ def test_each_blob_is_owned_by_the_server_of_its_first_version(
         for blob in blobs:
             histories[sid].versions.append(
                 Version(
-                    *(next(order), "", "", None, "", {}, {}, blob, None, "", "", "", None),
-                    *(None, None, None, None),
+                    index=next(order),
+                    leaf_hash="",
+                    observed_at="",
+                    last_good_look=None,
+                    surface="",
+                    counts={},
+                    digests={},
+                    blob=blob,
+                    previous=None,
+                    name="",
+                    source="",
+                    transport="",
+                    url=None,
+                    package=None,
+                    server_info=None,
+                    era=None,
+                    protocol_version=None,
                 )
             )
     checkpoint = SiteCheckpoint("o", 0, "", "", "", "")

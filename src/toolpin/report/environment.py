@@ -17,7 +17,6 @@ never into an error a client or a model reads.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -27,6 +26,7 @@ from typing import Final
 from toolpin.core.canonical import canonical_json
 from toolpin.core.drift import CHANGED, Drift
 from toolpin.core.render import clip, visible
+from toolpin.core.seqdiff import opcodes
 
 MIN_VALUE: Final = 3
 """Shortest environment value considered (shorter ones match anywhere)."""
@@ -69,7 +69,7 @@ def _explain(old: str, new: str, env: list[tuple[str, str, str]]) -> tuple[str, 
     inside one environment value's occurrences (the same variable each time)."""
     if old == new or len(old) > MAX_TEXT or len(new) > MAX_TEXT:
         return None
-    ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    ops = opcodes(old, new)
     hunks = [op for op in ops if op[0] != "equal"]
     if not hunks:
         return None

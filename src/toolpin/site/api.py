@@ -166,7 +166,7 @@ def write_api(
     servers = [server_row(pages[sid]) for sid in sorted(pages)]
     writer.text(f"{API}/servers.json", _dump({"checkpoint": _checkpoint(view), "servers": servers}))
     starts = {key: now - span for key, span in WINDOWS.items()}
-    counts = {key: [0, 0] for key in WINDOWS}  # changes, new servers
+    changes, new = dict.fromkeys(WINDOWS, 0), dict.fromkeys(WINDOWS, 0)
     changed: dict[str, set[str]] = {key: set() for key in WINDOWS}
     for history in (p.history for p in pages.values() if not p.history.opted_out):
         for position, version in enumerate(history.versions):
@@ -175,16 +175,12 @@ def write_api(
                 if seen <= start:
                     continue
                 if position == 0:
-                    counts[key][1] += 1
+                    new[key] += 1
                 else:
-                    counts[key][0] += 1
+                    changes[key] += 1
                     changed[key].add(history.id)
     windows = {
-        key: {
-            "changes": counts[key][0],
-            "serversChanged": len(changed[key]),
-            "serversNew": counts[key][1],
-        }
+        key: {"changes": changes[key], "serversChanged": len(changed[key]), "serversNew": new[key]}
         for key in WINDOWS
     }
     writer.text(
