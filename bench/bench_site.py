@@ -15,7 +15,9 @@ unchanged rebuild, then ``--new`` more entries are appended and the site is buil
 (incremental, with the cache the first build kept), and the grown log is built into a new
 folder with the cache and without (new folders, so that no mass deletion slows the file
 system during a measured build). The kernel's cached inodes and dentries are printed
-before the first build and after the last. Baseline, in the same run: ``verify_log`` of
+before the first build and after the last, and what creating a small file costs before
+the first build and after the incremental one (the file system's state, see
+:func:`_create_probe`). Baseline, in the same run: ``verify_log`` of
 the same log, which every build must do first. Prints figures only; asserts nothing. The
 work folder is removed at the end unless --dir is given.
 """
@@ -146,6 +148,23 @@ def _kernel_caches() -> str:
     return f"{inodes:,} inodes, {dentries:,} dentries cached"
 
 
+def _create_probe(folder: Path, count: int = 10_000) -> str:
+    """What creating a small file costs now, in a new folder kept until the end (deleting
+    the probe would itself slow the next files). On ext4 it moves by an order of magnitude:
+    allocating an inode skips those freed in the last minutes (``recently_deleted``), so a
+    build soon after many files were deleted or replaced creates its files slowly."""
+    folder.mkdir()
+    before = os.times()
+    started = time.perf_counter()
+    for n in range(count):
+        fd = os.open(folder / f"{n}.html", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, b"x" * 3000)
+        os.close(fd)
+    took = time.perf_counter() - started
+    system = os.times().system - before.system
+    return f"{took / count * 1e6:.0f} us per file ({system / count * 1e6:.0f} us system)"
+
+
 def _timed(label: str, build: Any, baseline: float) -> Any:
     before = os.times()
     started = time.perf_counter()
@@ -190,6 +209,7 @@ def main() -> None:
         assert result.ok, result.reason
         print(f"baseline verify_log: {baseline:.1f} s")
         print(f"kernel before the builds: {_kernel_caches()}")
+        print(f"creating a 3 KB file before the builds: {_create_probe(work / 'probe-1')}")
         out, cache = work / "out", work / "cache"
         now = parse_now(NOW)
 
@@ -202,6 +222,9 @@ def main() -> None:
         print(f"appended {args.new:,} entries (now {args.entries + args.new:,})")
         _timed("incremental build (the grown log, cache kept)", build, baseline)
         _timed("unchanged rebuild", build, baseline)
+        # The incremental build replaced its changed files (a new inode each, the old one
+        # freed): the next files are created past those freed inodes.
+        print(f"creating a 3 KB file after it: {_create_probe(work / 'probe-2')}")
         # New folders, not the old ones deleted: deleting 358,000 files just before a build
         # slows the file system's inode allocation for minutes (ext4 skips recently freed
         # inodes), which would be measured as the build's time. All go at the end.
