@@ -154,11 +154,12 @@ def _create_probe(folder: Path, count: int = 10_000) -> str:
     allocating an inode skips those freed in the last minutes (``recently_deleted``), so a
     build soon after many files were deleted or replaced creates its files slowly."""
     folder.mkdir()
+    data = b"x" * 3000
     before = os.times()
     started = time.perf_counter()
     for n in range(count):
         fd = os.open(folder / f"{n}.html", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        os.write(fd, b"x" * 3000)
+        os.write(fd, data)
         os.close(fd)
     took = time.perf_counter() - started
     system = os.times().system - before.system
