@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolpin.core.canonical import parse_json
+from toolpin.core.canonical import EXPORT_DEPTH, parse_json
 from toolpin.core.snapshot import Export, export_from_bytes, snapshot_from_export
 from toolpin.errors import JSONError, ListingError
 
@@ -21,7 +21,7 @@ BENCH = Path(__file__).resolve().parents[1] / "data" / "vectors" / "bench-tools-
 
 def _classic(documents: list[bytes]) -> Export | Exception:
     try:
-        docs = [parse_json(d, allow_bom=True) for d in documents]
+        docs = [parse_json(d, allow_bom=True, max_depth=EXPORT_DEPTH) for d in documents]
         return snapshot_from_export(docs, paged=True)
     except (JSONError, ListingError) as exc:
         return exc
@@ -141,8 +141,8 @@ def test_a_large_listing_takes_the_one_pass() -> None:
         (b'[{"name": "a"}, {"name": "a"}]', "a repeated tool"),
         (b'{"tools": {}}', "tools not an array"),
         (b"[" * 127 + b"]" * 127, "a tool that is not an object"),
-        (b'[{"name": "a", "x": ' + b"[" * 127 + b"]" * 127 + b"}]", "nested too deep"),
-        (b'{"result": {"tools": [{"name": "a", "x": ' + b"[" * 125 + b"]" * 125 + b"}]}}", "deep"),
+        (b'[{"name": "a", "x": ' + b"[" * 128 + b"]" * 128 + b"}]", "nested too deep"),
+        (b'{"result": {"tools": [{"name": "a", "x": ' + b"[" * 128 + b"]" * 128 + b"}]}}", "deep"),
     ],
 )
 def test_none_where_the_strict_path_must_decide(document: bytes, why: str) -> None:
@@ -150,12 +150,15 @@ def test_none_where_the_strict_path_must_decide(document: bytes, why: str) -> No
 
 
 def test_the_deepest_nesting_allowed_is_the_same() -> None:
-    inner = b"[" * 126 + b"]" * 126  # with the tool list and the tool: 128 levels
-    document = b'[{"name": "a", "x": ' + inner + b"}]"
-    assert _same([document]) is not None
-    deeper = b'[{"name": "a", "x": [' + inner + b"]}]"
-    assert export_from_bytes([deeper]) is None
-    assert isinstance(_classic([deeper]), JSONError)
+    # 128 levels counted from the definition itself (the tool object is level 1), however
+    # the document wraps it: the proxy counts the same way (docs/proxy.md)
+    inner = b"[" * 127 + b"]" * 127
+    for head, tail in ((b"[", b"]"), (b'{"result": {"tools": [', b"]}}")):
+        document = head + b'{"name": "a", "x": ' + inner + b"}" + tail
+        assert _same([document]) is not None
+        deeper = head + b'{"name": "a", "x": [' + inner + b"]}" + tail
+        assert export_from_bytes([deeper]) is None
+        assert isinstance(_classic([deeper]), (JSONError, ListingError))
 
 
 def test_numbers_outside_the_definitions_keep_the_one_pass() -> None:

@@ -66,10 +66,60 @@ def test_numbers_of_any_length_and_nesting_of_any_depth() -> None:
 
 
 def test_strict_reading_refuses_repeated_and_case_folded_names() -> None:
-    for inner in (b'{"a":1,"a":2}', b'{"tools":[],"Tools":[]}', b'{"k":1,"\\u212a":2}'):
-        line = b'{"jsonrpc":"2.0","id":1,"result":{"x":' + inner + b"}}"
-        assert not classify(line, strict=True).strict
+    refused = {
+        # a repeated name, wherever it stands
+        b'{"x":{"a":1,"a":2}}': "a member name is repeated in one object, at result.(member 1)",
+        b'{"tools":[{"name":"t","inputSchema":{"default":{"k":1,"k":2}}}]}': (
+            "a member name is repeated in one object, at result.tools[0].inputSchema.default"
+        ),
+        # names a Go client reads into one struct field
+        b'{"tools":[],"Tools":[]}': "takes for one field, at result",
+        b'{"tasks":{},"tas\\u212as":{}}': "takes for one field, at result",  # Kelvin sign
+        b'{"tools":[{"name":"a","Name":"b"}]}': "takes for one field, at result.tools[0]",
+        b'{"tools":[{"name":"a","inputSchema":{"type":"object","TYPE":"x"}}]}': (
+            "takes for one field, at result.tools[0].inputSchema"
+        ),
+        b'{"tools":[{"name":"t","t\\u0131tle":"x","title":"y"}]}': "at result.tools[0]",
+        b'{"tools":[{"name":"\\ud83d"}]}': "unpaired surrogate escape",
+        b'{"n":1e400}': "a number too large for a double",
+    }
+    for inner, reason in refused.items():
+        line = b'{"jsonrpc":"2.0","id":1,"result":' + inner + b"}"
+        msg = classify(line, strict=True)
+        assert not msg.strict, inner
+        assert msg.unfit is not None and reason in msg.unfit, (inner, msg.unfit)
         assert classify(line, strict=False).shape is Shape.RESPONSE  # still forwardable
+
+
+def test_strict_reading_accepts_names_that_are_data() -> None:
+    accepted = (
+        # free maps and data: property names, defaults, examples, enums, _meta
+        b'{"tools":[{"name":"t","inputSchema":{"type":"object","properties":'
+        b'{"ID":{},"id":{},"mm":{},"Mm":{},"strasse":{},"stra\xc3\x9fe":{}}}}]}',
+        b'{"tools":[{"name":"t","inputSchema":{"default":{"K":1,"k":2},'
+        b'"examples":[{"A":1,"a":2}],"enum":[{"B":1,"b":2}],"$defs":{"X":{},"x":{}}}}]}',
+        b'{"tools":[{"name":"t","_meta":{"Key":1,"key":2}}],"_meta":{"A":1,"a":2}}',
+        # names no struct has: a Go client ignores both
+        b'{"tools":[{"name":"t","ID":1,"id":2,"x-Vendor":{"Type":1,"type":2}}]}',
+        # escapes every encoder writes: surrogate pairs in either case, a backslash before u
+        b'{"tools":[{"name":"\\ud83d\\ude00","description":"\\uD83D\\uDE00 C:\\\\users'
+        b'\\\\udev \\\\ud800","inputSchema":{"pattern":"\\\\u[0-9a-f]{4}"}}]}',
+    )
+    for inner in accepted:
+        line = b'{"jsonrpc":"2.0","id":1,"result":' + inner + b"}"
+        msg = classify(line, strict=True)
+        assert msg.strict and msg.unfit is None, (inner, msg.unfit)
+        assert msg.result == json.loads(inner)
+
+
+def test_error_objects_with_extra_members_are_answers() -> None:
+    js_error = b'{"code":-32603,"message":"boom","name":"Error","stack":"Error: boom\\n at x"}'
+    msg = classify(b'{"jsonrpc":"2.0","id":3,"error":' + js_error + b"}")
+    assert msg.shape is Shape.RESPONSE and msg.error["stack"].startswith("Error")
+    for twin in (b'"Code":1', b'"MESSAGE":"x"', b'"Data":{}'):
+        line = b'{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"m",' + twin + b"}}"
+        with pytest.raises(Unclassified, match="takes for code, message or data"):
+            classify(line)
 
 
 @given(

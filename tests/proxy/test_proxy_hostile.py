@@ -19,6 +19,7 @@ from tests.proxy.harness import Proxy, Scripted, run_cli, tool
 DRIFT = -31042
 UNVERIFIED = -31043
 DATA_KEYS = {"reason", "server", "review", "changes"}
+UNVERIFIED_KEYS = DATA_KEYS | {"detail"}  # the one cause, in toolpin's words
 
 APPROVED = [tool("search", "Search the web."), tool("fetch", "Fetch a page.")]
 EVIL_SEARCH = tool(
@@ -99,7 +100,7 @@ def assert_error(
     error = reply["error"]
     assert error["code"] == code
     data = error["data"]
-    assert set(data) == DATA_KEYS
+    assert set(data) == (DATA_KEYS if code == DRIFT else UNVERIFIED_KEYS)
     assert data["server"] == sid
     assert data["review"] == f"toolpin review {sid}"
     assert data["reason"] == ("definitions_changed" if code == DRIFT else "could_not_verify")
@@ -343,7 +344,10 @@ def test_repeated_member_name_at_connect(env: Env) -> None:
     proxy = env.proxy(server)
     reply = proxy.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
     assert reply["error"]["code"] == UNVERIFIED
-    assert set(reply["error"]["data"]) == DATA_KEYS
+    assert set(reply["error"]["data"]) == UNVERIFIED_KEYS
+    assert reply["error"]["data"]["detail"] == (
+        "the server sent a repeated top-level member while it was being checked"
+    )
     assert reply["error"]["data"]["changes"] == []
     assert proxy.close() == 2
     assert not (env.home / "pins").exists() or not list((env.home / "pins").glob("*.json"))

@@ -53,6 +53,10 @@ JSONValue = Any
 """A parsed JSON value: dict (str keys), list, str, int, float, bool or None."""
 
 MAX_DEPTH: Final = 128
+EXPORT_DEPTH: Final = MAX_DEPTH + 8
+"""The nesting a saved listing may have: a definition's own limit (:data:`MAX_DEPTH`,
+counted from the definition itself, on every path: proxy, ``pin``, ``check``, ``hash``)
+plus the levels a document wraps it in (pages, ``result``, the listing, its array)."""
 """Deepest nesting of arrays and objects accepted (MCP schemas rarely exceed 20)."""
 
 MAX_DOCUMENT_BYTES: Final = 64 * 1024 * 1024
@@ -125,6 +129,15 @@ def _decode(data: bytes | str, *, allow_bom: bool) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise JSONError(f"not valid UTF-8 (byte offset {exc.start})") from None
+
+
+def deeper_than(root: Any, limit: int) -> bool:
+    """Whether ``root`` nests containers more than ``limit`` levels deep (itself at 1)."""
+    try:
+        _check_depth(root, limit)
+    except JSONError:
+        return True
+    return False
 
 
 def _check_depth(root: Any, limit: int) -> None:

@@ -26,9 +26,12 @@ from typing import Any, Final
 from toolpin.core.acyclic import collector_paused
 from toolpin.core.canonical import (
     EMPTY_SET_HASH,
+    EXPORT_DEPTH,
+    MAX_DEPTH,
     JSONValue,
     canonical_many_parsed,
     canonical_parsed,
+    deeper_than,
     instructions_hash,
     parse_json_around,
     set_hash_of_sorted,
@@ -126,10 +129,27 @@ class Definition:
             raise ListingError(
                 f"each {kind.value.replace('_', ' ')} needs a string {kind.key_member}"
             )
-        digest = hashlib.sha256(canonical_parsed(value)).hexdigest()
+        data = canonical_parsed(value)
+        _check_nesting(kind, [value], [data])
+        digest = hashlib.sha256(data).hexdigest()
         if cls is Definition:
             return _definition(key, digest, dict(value))
         return cls(key=key, hash=digest, value=dict(value))
+
+
+def _check_nesting(
+    kind: Kind, values: Sequence[Mapping[str, JSONValue]], encodings: Sequence[bytes]
+) -> None:
+    """One depth limit on every path: :data:`MAX_DEPTH` levels, counted from the
+    definition itself (a definition cannot nest deeper than it has brackets, so only a
+    definition with that many is walked)."""
+    for value, data in zip(values, encodings, strict=True):
+        if data.count(b"{") + data.count(b"[") > MAX_DEPTH and deeper_than(value, MAX_DEPTH):
+            label = kind.value.replace("_", " ")
+            raise ListingError(
+                f"a {label} is nested more than {MAX_DEPTH} levels deep "
+                f"(counted from the {label} itself)"
+            )
 
 
 _NEW = object.__new__
@@ -215,11 +235,14 @@ class Listing:
         key_member = kind.key_member
         sha256 = hashlib.sha256
         if encoded is None:
+            datas = canonical_many_parsed(values)
+            _check_nesting(kind, values, datas)
             definitions = [
                 _definition(raw[key_member], sha256(data).hexdigest(), dict(raw))
-                for raw, data in zip(values, canonical_many_parsed(values), strict=True)
+                for raw, data in zip(values, datas, strict=True)
             ]
         else:
+            _check_nesting(kind, values, [encoded[id(raw)] for raw in values])
             definitions = [
                 _definition(raw[key_member], sha256(encoded[id(raw)]).hexdigest(), raw)
                 for raw in values
@@ -504,7 +527,9 @@ def export_from_bytes(documents: Sequence[bytes], *, allow_bom: bool = False) ->
         encoded: dict[int, bytes] = {}
         try:
             for data in documents:
-                found = parse_json_around(data, _definition_arrays, allow_bom=allow_bom)
+                found = parse_json_around(
+                    data, _definition_arrays, allow_bom=allow_bom, max_depth=EXPORT_DEPTH
+                )
                 if found is None:
                     return None
                 docs.append(found[0])

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from toolpin.core.canonical import JSONValue, parse_json
+from toolpin.core.canonical import EXPORT_DEPTH, JSONValue, parse_json
 from toolpin.core.drift import Drift, IdentityReport, compare
 from toolpin.core.snapshot import (
     KINDS,
@@ -88,7 +88,7 @@ def _read(path: Path) -> bytes:
 
 def _parse_listing(path: Path, data: bytes, *, numbers: str = "js") -> JSONValue:
     try:
-        return parse_json(data, allow_bom=True, numbers=numbers)
+        return parse_json(data, allow_bom=True, numbers=numbers, max_depth=EXPORT_DEPTH)
     except JSONError as exc:
         raise JSONError(f"{path} is not valid JSON: {exc.message}") from None
 

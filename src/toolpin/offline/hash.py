@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from toolpin.core.canonical import (
+    EXPORT_DEPTH,
+    MAX_DEPTH,
     JSONValue,
+    deeper_than,
     definition_hash,
     instructions_hash,
     parse_json,
@@ -65,7 +68,7 @@ class HashReport:
 def _read(path: Path) -> JSONValue:
     data = read_input(path)
     try:
-        return parse_json(data, allow_bom=True, allow_lone_surrogates=True)
+        return parse_json(data, allow_bom=True, allow_lone_surrogates=True, max_depth=EXPORT_DEPTH)
     except JSONError as exc:
         raise JSONError(f"{path} has no canonical form: {exc.message}") from None
 
@@ -99,6 +102,15 @@ def _instructions(doc: JSONValue) -> tuple[bool, str | None]:
     return False, None
 
 
+def _shallow_enough(definition: JSONValue, label: str) -> None:
+    """The proxy's and ``pin``'s depth limit, counted the same way (core/snapshot.py)."""
+    if deeper_than(definition, MAX_DEPTH):
+        raise ListingError(
+            f"a {label} is nested more than {MAX_DEPTH} levels deep (counted from the {label} "
+            "itself)"
+        )
+
+
 def hash_files(paths: Sequence[Path]) -> HashReport:
     """Hash the pages of one listing, or one definition (a single non-listing object)."""
     docs = [_read(p) for p in paths]
@@ -110,6 +122,7 @@ def hash_files(paths: Sequence[Path]) -> HashReport:
         key = next(
             (doc[k] for k in ("name", "uri", "uriTemplate") if isinstance(doc.get(k), str)), ""
         )
+        _shallow_enough(doc, "definition")
         return HashReport(groups=(HashGroup(None, ((key, definition_hash(doc)),), None),))
     merged: dict[Kind, list[JSONValue]] = {}
     for path, page in zip(paths, pages, strict=True):
@@ -129,6 +142,7 @@ def hash_files(paths: Sequence[Path]) -> HashReport:
                     f"a definition in the {kind.plural} listing has no string {kind.key_member}, "
                     "so the listing has no set hash"
                 )
+            _shallow_enough(raw, kind.value.replace("_", " "))
             items.append((key, definition_hash(raw)))
         ordered = sorted(items, key=lambda pair: (utf16_key(pair[0]), pair[1]))
         groups.append(HashGroup(kind, tuple(ordered), set_hash(items)))

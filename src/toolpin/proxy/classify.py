@@ -28,12 +28,17 @@ than the line cap, and comes back as :data:`OPAQUE` (valid, not built). Such a m
 forwarded when nothing needs its content, and refused where its content must be checked
 (the answer to a listing request).
 
-``strict=True`` parses ``result`` for checking: every object's member names must differ,
-also under Unicode case folding (Go's ``encoding/json`` matches struct fields that way),
-numbers are read as a JavaScript client reads them (:mod:`toolpin.core.canonical`), and
-``NaN``/``Infinity`` are refused. A result that fails only the strict reading is re-read
-plainly and flagged (:attr:`Message.strict` is ``False``), so an answer nobody checks is
-still forwarded.
+``strict=True`` parses ``result`` for checking, and accepts exactly what Python's
+``json``, JavaScript's ``JSON.parse`` and Go's ``encoding/json`` read alike
+(docs/proxy.md, "What is accepted"): no member name repeated at any depth; no unpaired
+surrogate escape (pairs, in either hex case, are what ``json.dumps`` writes for an emoji
+and are accepted); numbers read as a JavaScript client reads them; and no two names that
+Go would take for one struct field, checked only where Go decodes into a struct (a
+definition's own fields, a schema's keywords, the error object) and only under the
+folding Go applies (:mod:`toolpin.core.gofold`); names in free maps (``properties``,
+``default``, ``_meta``...) are data. A result that fails the strict reading is re-read
+plainly and flagged (:attr:`Message.strict` is ``False``, :attr:`Message.unfit` says
+why and where, in toolpin's words), so an answer nobody checks is still forwarded.
 """
 
 from __future__ import annotations
@@ -41,11 +46,13 @@ from __future__ import annotations
 import enum
 import json
 import re
+import threading
 from collections.abc import Callable
 from json import decoder as _decoder
 from typing import Any, Final, TypeVar, cast
 
-from toolpin.core.canonical import _js_int, _js_number
+from toolpin.core.canonical import _js_int, _js_number, has_lone_surrogate
+from toolpin.core.gofold import fold_keys, same_field
 
 OPAQUE: Final = object()
 """A container value that is valid JSON but was not built (too deep or too large)."""
@@ -77,7 +84,17 @@ class Unclassified(Exception):
 class Message:
     """One classified message (``id`` and ``method`` are ``None`` when absent)."""
 
-    __slots__ = ("error", "id", "id_span", "method", "params", "result", "shape", "strict")
+    __slots__ = (
+        "error",
+        "id",
+        "id_span",
+        "method",
+        "params",
+        "result",
+        "shape",
+        "strict",
+        "unfit",
+    )
 
     def __init__(
         self,
@@ -99,6 +116,9 @@ class Message:
         self.result = result
         self.error = error
         self.strict = strict
+        self.unfit: str | None = None
+        """Why a result read for checking is not fit to check (toolpin's words, never
+        the server's); ``None`` when it is, or when no check was asked for."""
 
 
 class _Reject(Exception):
@@ -109,15 +129,23 @@ def _reject_constant(name: str) -> None:
     raise _Reject(f"{name} is not JSON")
 
 
+_local = threading.local()
+"""``suspects``: the objects of the result being read whose member names might fold
+together (a Go client could take two of them for one struct field)."""
+
+
 def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
         raise _Reject("a member name is repeated")
     if len(pairs) > 1:
         joined = "\x00".join(obj)
-        folded = joined.casefold()
-        if folded != joined and len(set(folded.split("\x00"))) != len(obj):
-            raise _Reject("two member names differ only in case")
+        if not joined.isascii():
+            _local.suspects.append(obj)
+        else:
+            lower = joined.lower()
+            if lower != joined and len(set(lower.split("\x00"))) != len(obj):
+                _local.suspects.append(obj)
     return obj
 
 
@@ -147,6 +175,12 @@ _RESULT_KEYS: Final = frozenset({"jsonrpc", "id", "result"})
 _ERROR_KEYS: Final = frozenset({"jsonrpc", "id", "error"})
 _ANSWER_KEYS: Final = frozenset({"id", "result", "error"})
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+_ERROR_MEMBERS: Final = ("code", "message", "data")
+"""The error object's members; others (``stack``, ``name`` of a JavaScript ``Error``)
+are allowed unless a case-insensitive reader would take one for these."""
+_TOO_BIG: Final = (
+    "the result is nested too deeply or holds a number too long to read (over 4,300 digits)"
+)
 
 
 def after_value(text: str, i: int) -> tuple[str, int]:
@@ -185,15 +219,17 @@ def classify(line: bytes, *, strict: bool = False) -> Message:
     fast = _sdk_response(text, strict)
     if fast is not None:
         return fast
-    members, loose, span = _members(text, strict)
+    members, unfit, span = _members(text, strict)
     try:
-        msg = _shape(members, strict and not loose and not _SURROGATE_ESCAPE.search(text))
+        msg = _shape(members, strict and unfit is None)
     except Unclassified as exc:
         # One JSON object but not a message: suspect only if a reader could take it
         # for an answer (a member that is, or case-folds to, id, result or error).
         exc.suspect = any(type(k) is str and k.casefold() in _ANSWER_KEYS for k in members)
         raise
     msg.id_span = span
+    if strict and msg.result is not None:
+        msg.unfit = unfit
     return msg
 
 
@@ -243,6 +279,7 @@ def sdk_envelope(
 
 def _object_result(scan: _Scan) -> Callable[[str, int], tuple[Any, int] | None]:
     def read(text: str, i: int) -> tuple[Any, int] | None:
+        _local.suspects = []
         value, end = scan(text, i)
         return (value, end) if type(value) is dict else None
 
@@ -260,8 +297,10 @@ def _sdk_response(text: str, strict: bool) -> Message | None:
     if read is None:
         return None
     id_, span, result = read
-    checked = strict and _SURROGATE_ESCAPE.search(text) is None
-    return Message(Shape.RESPONSE, id_, None, None, result, None, checked, span)
+    unfit = _unfit(result, text) if strict else None
+    msg = Message(Shape.RESPONSE, id_, None, None, result, None, strict and unfit is None, span)
+    msg.unfit = unfit
+    return msg
 
 
 def _first(text: str) -> str:
@@ -269,9 +308,9 @@ def _first(text: str) -> str:
     return text[start : start + 1]
 
 
-def _members(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, int] | None]:
-    """The top-level members of the line's one object (values parsed), and whether the
-    result failed the strict reading."""
+def _members(text: str, strict: bool) -> tuple[dict[str, Any], str | None, tuple[int, int] | None]:
+    """The top-level members of the line's one object (values parsed), and why the
+    result failed the strict reading (``None`` if it did not)."""
     try:
         return _walk(text, strict)
     except _Reject as exc:
@@ -281,7 +320,7 @@ def _members(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, 
             members = validate(text)  # big or deep: read without the interpreter's limits
             if members is None:
                 raise Unclassified("a batch (JSON array)") from None
-            return members, True, None
+            return members, _TOO_BIG, None
         if _first(text) == "[":
             raise Unclassified("a malformed batch (JSON array)") from None
         # Suspect unless plainly not JSON (a log line): a brace may start a message.
@@ -289,9 +328,9 @@ def _members(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, 
         raise Unclassified("a line that is not exactly one JSON value", suspect=suspect) from None
 
 
-def _walk(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, int] | None]:
-    """The members of the top-level object, whether ``result`` failed the strict read,
-    and where the id's value is."""
+def _walk(text: str, strict: bool) -> tuple[dict[str, Any], str | None, tuple[int, int] | None]:
+    """The members of the top-level object, why ``result`` failed the strict read
+    (``None`` if it did not) and where the id's value is."""
     i = 0
     if text[0] in _WS_CHARS:
         i = _skip(text, 0).end()
@@ -304,7 +343,7 @@ def _walk(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, int
             raise Unclassified("a batch (JSON array)", suspect=objects, batch=batch)
         raise StopIteration(i)
     members: dict[str, Any] = {}
-    loose = False
+    unfit: str | None = None
     span: tuple[int, int] | None = None
     i += 1
     if text[i] in _WS_CHARS:
@@ -325,11 +364,15 @@ def _walk(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, int
         if key in members:
             raise Unclassified("a repeated top-level member")
         if strict and key == "result":
+            at = i
+            _local.suspects = []
             try:
                 value, i = _strict_scan(text, i)
-            except Exception:  # any failure of the strict reading: re-read plainly
+            except Exception as exc:  # any failure of the strict reading: re-read plainly
                 value, i = _plain_scan(text, i)
-                loose = True  # flagged: the result is not fit to check
+                unfit = _unfit_reading(text, at, exc)  # flagged: not fit to check
+            else:
+                unfit = _unfit(value, text)
         elif key == "id":
             at = i
             value, i = _plain_scan(text, i)
@@ -346,7 +389,7 @@ def _walk(text: str, strict: bool) -> tuple[dict[str, Any], bool, tuple[int, int
     i += 1
     if i != len(text) and _skip(text, i).end() != len(text):
         raise Unclassified("a line holding more than one JSON value")
-    return members, loose, span
+    return members, unfit, span
 
 
 def _valid_id(value: Any) -> bool:
@@ -392,17 +435,297 @@ def _shape(members: dict[str, Any], strict: bool) -> Message:
         if keys != _ERROR_KEYS:
             raise Unclassified("an error response that is not exactly jsonrpc, id and error")
         error = members["error"]
-        if error is not OPAQUE and not (
-            type(error) is dict
-            and type(error.get("code")) is int
-            and type(error.get("message")) is str
-            and error.keys() <= {"code", "message", "data"}
-        ):
-            raise Unclassified("a response with a malformed error object")
+        if error is not OPAQUE:
+            if not (
+                type(error) is dict
+                and type(error.get("code")) is int
+                and type(error.get("message")) is str
+            ):
+                raise Unclassified("a response with a malformed error object")
+            if len(error) > 2 and any(
+                k not in _ERROR_MEMBERS and any(same_field(k, m) for m in _ERROR_MEMBERS)
+                for k in error
+            ):
+                raise Unclassified(
+                    "an error object with a member that a case-insensitive reader (Go's "
+                    "encoding/json) takes for code, message or data"
+                )
         if not _valid_id(members["id"]):
             raise Unclassified("an error response with an invalid id")
         return Message(Shape.RESPONSE, members["id"], None, None, None, error, False)
     raise Unclassified("a message that is neither a request, a notification nor a response")
+
+
+# ------------------------------------------------------------ what the strict reading checks
+
+_FIELDS: Final = frozenset(
+    # The JSON-RPC error object, and the members MCP results and definitions have as
+    # struct fields in the SDKs (Go's among them).
+    [
+        "code",
+        "message",
+        "data",
+        "protocolVersion",
+        "capabilities",
+        "serverInfo",
+        "instructions",
+        "_meta",
+        "name",
+        "title",
+        "version",
+        "description",
+        "icons",
+        "websiteUrl",
+        "src",
+        "mimeType",
+        "sizes",
+        "theme",
+        "tools",
+        "prompts",
+        "resources",
+        "resourceTemplates",
+        "nextCursor",
+        "listChanged",
+        "subscribe",
+        "logging",
+        "completions",
+        "experimental",
+        "tasks",
+        "elicitation",
+        "sampling",
+        "roots",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+        "execution",
+        "taskSupport",
+        "readOnlyHint",
+        "destructiveHint",
+        "idempotentHint",
+        "openWorldHint",
+        "arguments",
+        "required",
+        "uri",
+        "uriTemplate",
+        "size",
+        "audience",
+        "priority",
+        "lastModified",
+        # JSON Schema keywords (a Go client may read a schema into a struct).
+        "type",
+        "properties",
+        "items",
+        "additionalProperties",
+        "additionalItems",
+        "$schema",
+        "$id",
+        "$ref",
+        "$defs",
+        "definitions",
+        "enum",
+        "const",
+        "default",
+        "examples",
+        "format",
+        "pattern",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minProperties",
+        "maxProperties",
+        "multipleOf",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "patternProperties",
+        "propertyNames",
+        "dependentSchemas",
+        "dependentRequired",
+        "dependencies",
+        "contains",
+        "minContains",
+        "maxContains",
+        "prefixItems",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "$comment",
+        "$anchor",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$vocabulary",
+        "readOnly",
+        "writeOnly",
+        "deprecated",
+        "contentEncoding",
+        "contentMediaType",
+        "contentSchema",
+    ]
+)
+_FREE_VALUES: Final = frozenset({"_meta", "experimental", "default", "examples", "enum", "const"})
+"""Members whose values are data, never read into a struct: any names may stand there."""
+_SCHEMA_MAPS: Final = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+"""Members whose values map free names (a property's name) to schemas."""
+_GO121: Final = {fold_keys(f)[0]: f for f in _FIELDS}
+_ORBIT: Final = {fold_keys(f)[1]: f for f in _FIELDS}
+
+
+def _field(name: str) -> str | None:
+    """The struct field a Go client would read ``name`` into, if any."""
+    if name in _FIELDS:
+        return name
+    go121, orbit = fold_keys(name)
+    return _GO121.get(go121) or _ORBIT.get(orbit)
+
+
+def _folds_onto_field(obj: dict[str, Any]) -> bool:
+    """Whether two member names of ``obj`` would set one struct field."""
+    names = list(obj)
+    for a in names:
+        if _field(a) is None:
+            continue
+        for b in names:
+            if b is not a and same_field(a, b):
+                return True
+    return False
+
+
+def _part(name: str, index: int) -> str:
+    """A path step named in toolpin's words: a known member by its name, any other by
+    its position (a name the server chose is never repeated back)."""
+    return f".{name}" if name in _FIELDS else f".(member {index + 1})"
+
+
+def _struct_clash(result: dict[str, Any], suspects: list[dict[str, Any]]) -> str | None:
+    """Where (a path) an object at a struct position has two names a Go client takes for
+    one field; ``None`` if nowhere. Free maps and data (``properties``' names,
+    ``default``, ``_meta``...) are ordinary data: any names may stand there."""
+    ids = {id(o) for o in suspects}
+    stack: list[tuple[Any, str]] = [(result, "result")]
+    while stack:
+        node, path = stack.pop()
+        if type(node) is list:
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node) if type(v) in (dict, list))
+            continue
+        if id(node) in ids and _folds_onto_field(node):
+            return path
+        for j, (key, value) in enumerate(node.items()):
+            if type(value) is not dict and type(value) is not list:
+                continue
+            field = _field(key)
+            if field is None or field in _FREE_VALUES:
+                continue  # never read into a struct (Go ignores unknown members)
+            here = f"{path}{_part(key, j)}"
+            if field in _SCHEMA_MAPS and type(value) is dict:
+                stack.extend(
+                    (v, f"{here}.(member {k + 1})")
+                    for k, v in enumerate(value.values())
+                    if type(v) in (dict, list)
+                )
+            else:
+                stack.append((value, here))
+    return None
+
+
+def _find(root: Any, hit: Callable[[Any], bool]) -> str:
+    """The path to the first value (or member name) for which ``hit`` is true."""
+    stack: list[tuple[Any, str]] = [(root, "result")]
+    while stack:
+        node, path = stack.pop()
+        if hit(node):
+            return path
+        if type(node) is list:
+            stack.extend((v, f"{path}[{i}]") for i, v in reversed(list(enumerate(node))))
+        elif isinstance(node, dict):
+            for j, (key, value) in reversed(list(enumerate(node.items()))):
+                here = f"{path}{_part(key, j)}"
+                if hit(key):
+                    return f"{here} (its name)"
+                stack.append((value, here))
+    return "result"
+
+
+def _lone_surrogate(node: Any) -> bool:
+    return type(node) is str and has_lone_surrogate(node)
+
+
+def _unfit(result: Any, text: str) -> str | None:
+    """Why a result the strict reader read is still not fit to check, or ``None``."""
+    if _SURROGATE_ESCAPE.search(text) is not None and has_lone_surrogate(result):
+        where = _find(result, _lone_surrogate)
+        return (
+            "a string holds an unpaired surrogate escape (\\ud800-\\udfff), which clients "
+            f"decode differently, at {where}"
+        )
+    suspects: list[dict[str, Any]] = _local.suspects
+    if suspects and type(result) is dict:
+        clash = _struct_clash(result, suspects)
+        if clash is not None:
+            return (
+                "two member names that a case-insensitive reader (Go's encoding/json) "
+                f"takes for one field, at {clash}"
+            )
+    return None
+
+
+class _Repeated(dict):  # type: ignore[type-arg]
+    """An object whose member names repeat (the diagnostic reading only)."""
+
+
+_UNREADABLE: Final = object()
+"""A number no double holds (the diagnostic reading only)."""
+
+
+def _diagnostic_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    return _Repeated(obj) if len(obj) != len(pairs) else obj
+
+
+def _diagnostic_number(text: str) -> Any:
+    try:
+        return _js_number(text)
+    except Exception:
+        return _UNREADABLE
+
+
+def _diagnostic_int(text: str) -> Any:
+    return int(text) if len(text) < 16 else _diagnostic_number(text)
+
+
+_DIAGNOSTIC = json.JSONDecoder(
+    object_pairs_hook=_diagnostic_object,
+    parse_float=_diagnostic_number,
+    parse_int=_diagnostic_int,
+    parse_constant=_reject_constant,
+)
+_diagnostic_scan: Final = cast(_Scan, getattr(_DIAGNOSTIC, "scan_once"))  # noqa: B009
+
+
+def _unfit_reading(text: str, at: int, exc: BaseException) -> str:
+    """Why the strict reading of the result at ``at`` failed, found by reading it again
+    with hooks that mark instead of raise."""
+    if isinstance(exc, RecursionError):
+        return _TOO_BIG
+    try:
+        value, _ = _diagnostic_scan(text, at)
+    except Exception:
+        return "the result could not be read for checking"
+    if isinstance(exc, _Reject) and "repeated" in str(exc):
+        where = _find(value, lambda n: type(n) is _Repeated)
+        return f"a member name is repeated in one object, at {where}"
+    where = _find(value, lambda n: n is _UNREADABLE)
+    return f"a number too large for a double (no client reads it exactly), at {where}"
 
 
 # ------------------------------------------------------------------- the limit-free reader

@@ -12,8 +12,8 @@ and compares the result with the pin:
   request gets JSON-RPC error -31042, whose message names the server's label and the
   review command and whose ``data`` holds label keys only, never server text. The
   observation is stored for ``toolpin review``.
-* could not verify (an error, a timeout, a malformed page, a repeated member name, a
-  fault of the pin store): -31043.
+* could not verify (an error, a timeout, a malformed page, an answer not fit to check,
+  a fault of the pin store): -31043, naming its one cause (``data.detail``).
 
 After release every listing the client receives (``tools/list``, ``prompts/list``,
 ``resources/list``, ``resources/templates/list``, ``server/discover``) is checked against
@@ -170,6 +170,11 @@ def _as_dict(msg: Message) -> dict[str, Any]:
 def _valid_plain_id(value: Any) -> bool:
     kind = type(value)
     return kind is str or kind is int or (kind is float and value - value == 0.0)
+
+
+def _unfit(msg: Message) -> str:
+    """Why a result could not be checked, in toolpin's words (never the server's)."""
+    return msg.unfit or "it was not read for checking"
 
 
 def _batch_refusal(batch: list[Any] | None) -> bytes:
@@ -512,10 +517,7 @@ class Session:
         id_ = msg.id
         ours = self._is_ours(id_)
         if ours and msg.result is not None and not msg.strict:
-            self._unverified(
-                "the server's answer could not be checked (a repeated member name, "
-                "nesting too deep or a number no client reads exactly)"
-            )
+            self._unverified(f"the server's answer could not be checked: {_unfit(msg)}")
             return
         if (
             self.state is State.HANDSHAKE
@@ -769,6 +771,7 @@ class Session:
                     f"({self._unverified_reason}), so nothing was forwarded."
                 )
             data = self._data(REASON_UNVERIFIED)
+            data["detail"] = self._unverified_reason
             self._write_json(error_response(id_, UNVERIFIED_ERROR, message, data))
 
     def _enter_blocked(self, blocked_ids: Sequence[Any]) -> None:
@@ -922,8 +925,7 @@ class Session:
             return
         if not msg.strict:
             self._unverified(
-                "a listing the proxy could not check (a repeated member name, nesting too "
-                "deep or a number no client reads exactly)",
+                f"a listing the proxy could not check: {_unfit(msg)}",
                 mid_session=True,
                 blocked_ids=[track.id],
             )
