@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from toolpin.core.gofold import same_field
 from toolpin.proxy.classify import OPAQUE, Shape, Unclassified, classify, validate
 
 ACCEPTED = {
@@ -156,3 +158,62 @@ def test_the_limit_free_validator_refuses_exactly_what_json_refuses(
     else:
         with pytest.raises(Unclassified):
             validate(text)
+
+
+_UPPER_HEX = re.compile(r"(\\\\)|\\u([0-9a-f]{4})")
+"""A ``\\uXXXX`` escape (an escaped backslash is skipped whole)."""
+_ANY_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+"""Strings from all of Unicode (astral planes, tags, combining marks), no lone surrogate."""
+
+
+def _no_twins(names: list[str]) -> bool:
+    return not any(same_field(a, b) for i, a in enumerate(names) for b in names[i + 1 :])
+
+
+_data = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | _ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_ANY_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "name": _ANY_TEXT,
+                "description": _ANY_TEXT,
+                "inputSchema": st.fixed_dictionaries(
+                    {
+                        "type": st.just("object"),
+                        "properties": st.dictionaries(_ANY_TEXT, _data, max_size=5),
+                        "default": st.dictionaries(_ANY_TEXT, _data, max_size=4),
+                    }
+                ),
+                "_meta": st.dictionaries(_ANY_TEXT, _data, max_size=4),
+            }
+        ),
+        max_size=4,
+    ),
+    st.dictionaries(_ANY_TEXT, _data, max_size=3).filter(lambda d: _no_twins(list(d))),
+    st.booleans(),
+)
+def test_every_encoding_of_a_valid_listing_is_fit_to_check(
+    tools: list[dict[str, object]], extra: dict[str, object], ascii_only: bool
+) -> None:
+    # free names (properties, default, _meta) may be case twins of anything; the tool's
+    # own members get extra names that fold onto nothing of one another
+    for t in tools:
+        t.update({k: v for k, v in extra.items() if _no_twins([*t, k])})
+    result = {"tools": tools}
+    escaped = json.dumps(result, ensure_ascii=True)
+    for text in (
+        json.dumps(result, ensure_ascii=ascii_only),
+        json.dumps(result, ensure_ascii=True, separators=(" , ", " : ")),
+        _UPPER_HEX.sub(lambda m: m.group(1) or "\\u" + m.group(2).upper(), escaped),
+    ):
+        line = ('{"jsonrpc":"2.0","id":1,"result":' + text + "}").encode()
+        msg = classify(line, strict=True)
+        assert msg.strict, msg.unfit
+        assert msg.result == result
