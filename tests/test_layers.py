@@ -217,15 +217,7 @@ def test_no_import_cycle() -> None:
 PACKAGES = sorted({_top(m) for m in MODULES if m.count(".") >= 1})
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="site's page model circle"))
-        if p == "site"
-        else p
-        for p in PACKAGES
-    ],
-)
+@pytest.mark.parametrize("package", PACKAGES)
 def test_no_import_cycle_inside_a_package(package: str) -> None:
     """Inside one package, not even a type-only import closes a circle: a module that
     needs another's type for its annotations shares the type through a third module
