@@ -16,11 +16,14 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/toolpin demo
 
+# Worker processes for the suite (docs/testing.md: measured on this 2-core machine).
+TEST_WORKERS ?= 4
+
 test: $(VENV)/.installed
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy src
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run_all.py

@@ -1,21 +1,140 @@
-"""Shared fixtures: a private ``TOOLPIN_HOME`` per test and the npm reference server."""
+"""Shared fixtures: a private HOME for the whole run, a private ``TOOLPIN_HOME`` per test
+and the npm reference server.
+
+No test may write into the real HOME. :func:`pytest_configure` points ``HOME``, the XDG
+folders and ``TOOLPIN_HOME`` at a private folder before any test (or fixture) runs, in
+every process (each xdist worker has its own); the configuration tools need to reach the
+package registries (``~/.npmrc``, ``~/.gitconfig``, pip's and uv's configuration) is copied
+into it from the real HOME, or from ``TOOLPIN_TESTS_CONFIG_HOME`` when set. The caches
+that keep runs fast (npm, uv, pip, virtualenv, Go build) live in ``<repo>/.cache``. At the
+end of the run the real HOME's toolpin and Chromium folders are compared with how they
+were at the start, and the run fails if any changed (see docs/testing.md).
+"""
 
 from __future__ import annotations
 
 import compileall
-import json
 import os
+import re
 import shutil
-import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.shared import CACHE, npm_install
+
 REPO = Path(__file__).resolve().parents[1]
-NPM_PREFIX = REPO / ".cache" / "npm-servers"
+NPM_PREFIX = CACHE / "npm-servers"
 EVERYTHING = "@modelcontextprotocol/server-everything"
 EVERYTHING_VERSION = "2026.8.31"
+
+CONFIG_FILES = (
+    ".npmrc",
+    ".gitconfig",
+    ".config/git/config",
+    ".config/pip/pip.conf",
+    ".pip/pip.conf",
+    ".config/uv/uv.toml",
+)
+"""What tools need to reach the registries (proxy, CA file, mirrors, git identity)."""
+
+WATCHED = (
+    ".local/share/toolpin",
+    ".local/state/toolpin",
+    ".local/lib/toolpin",
+    ".config/toolpin",
+    ".cache/toolpin",
+    ".config/chromium",
+    ".cache/chromium",
+)
+"""The real HOME's folders the suite once wrote into; a change there fails the run."""
+
+REAL_HOME_VAR = "TOOLPIN_TESTS_REAL_HOME"
+"""Set by the first process (xdist's workers inherit the private HOME, not the real one)."""
+
+
+def _real_home() -> Path:
+    return Path(os.environ.get(REAL_HOME_VAR) or os.path.expanduser("~"))
+
+
+def _copy_config(source: Path, home: Path) -> None:
+    for name in CONFIG_FILES:
+        src = source / name
+        if not src.is_file():
+            continue
+        dst = home / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        text = src.read_text(encoding="utf-8")
+        if name == ".npmrc":  # a CA file named from the home stays the real one
+            text = re.sub(r"(?m)^(\s*cafile\s*=\s*)~/", rf"\g<1>{source}/", text)
+        dst.write_text(text, encoding="utf-8")
+
+
+def _snapshot(home: Path) -> dict[str, tuple[int, int]]:
+    """Every file and folder under the watched folders: size and modification time."""
+    seen: dict[str, tuple[int, int]] = {}
+    for name in WATCHED:
+        top = home / name
+        if not top.exists():
+            continue
+        for path in [top, *top.rglob("*")]:
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            seen[str(path.relative_to(home))] = (st.st_size, st.st_mtime_ns)
+    return seen
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    real = _real_home()
+    os.environ[REAL_HOME_VAR] = str(real)
+    home = Path(tempfile.mkdtemp(prefix="toolpin-tests-home-"))
+    _copy_config(Path(os.environ.get("TOOLPIN_TESTS_CONFIG_HOME") or real), home)
+    os.environ.update(
+        {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local" / "share"),
+            "XDG_STATE_HOME": str(home / ".local" / "state"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "TOOLPIN_HOME": str(home / ".local" / "share" / "toolpin"),
+            "npm_config_cache": str(CACHE / "npm"),
+            "UV_CACHE_DIR": str(CACHE / "uv"),
+            "GOCACHE": str(CACHE / "go-build"),
+            "PIP_CACHE_DIR": str(CACHE / "pip"),
+            "VIRTUALENV_OVERRIDE_APP_DATA": str(CACHE / "virtualenv"),
+        }
+    )
+    config.stash[_HOME] = home
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller checks, once
+        config.stash[_BEFORE] = _snapshot(real)
+
+
+_HOME = pytest.StashKey[Path]()
+_BEFORE = pytest.StashKey[dict[str, tuple[int, int]]]()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    before = session.config.stash.get(_BEFORE, None)
+    if before is None:
+        return
+    after = _snapshot(_real_home())
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    if changed:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = [f"the suite wrote into the real HOME ({_real_home()}):", *changed[:20]]
+        if reporter is not None:
+            reporter.write_line("\n  ".join(lines), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home = config.stash.get(_HOME, None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -40,36 +159,14 @@ def toolpin_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
 def server_everything() -> Path:
     """The entry script of the real ``@modelcontextprotocol/server-everything`` from npm.
 
-    Installed once into ``<repo>/.cache/npm-servers`` (gitignored) and reused. A failed
-    install fails the tests that need it: nothing is skipped.
+    Installed once into ``<repo>/.cache/npm-servers`` (gitignored) and reused, under a
+    file lock (``tests.shared``). A failed install fails the tests that need it: nothing
+    is skipped.
     """
     package = NPM_PREFIX / "node_modules" / "@modelcontextprotocol" / "server-everything"
-    manifest = package / "package.json"
-    installed = None
-    if manifest.exists():
-        installed = json.loads(manifest.read_text(encoding="utf-8")).get("version")
-    if installed != EVERYTHING_VERSION:
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.fail("npm is not on PATH; Node 20 and npm are needed for these tests")
-        NPM_PREFIX.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(NPM_PREFIX),
-                "--no-audit",
-                "--no-fund",
-                f"{EVERYTHING}@{EVERYTHING_VERSION}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "npm_config_update_notifier": "false"},
-        )
-        if done.returncode != 0:
-            pytest.fail(f"npm install of {EVERYTHING} failed:\n{done.stdout}\n{done.stderr}")
+    failed = npm_install(NPM_PREFIX, EVERYTHING, EVERYTHING_VERSION)
+    if failed:
+        pytest.fail(failed)
     entry = package / "dist" / "index.js"
     if not entry.exists():
         pytest.fail(f"{entry} is missing after npm install")

@@ -6,11 +6,12 @@ import os
 import subprocess
 import sys
 import venv
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.shared import build_once
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,27 +35,35 @@ class Installed:
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(REPO)],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
+    """The wheel and the sdist, built once per run (every worker shares them)."""
+
+    def build(out: Path) -> None:
+        subprocess.run(
+            [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(REPO)],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+
+    out = build_once(tmp_path_factory, "dist", build)
     (wheel,) = out.glob("toolpin-*.whl")
     (sdist,) = out.glob("toolpin-*.tar.gz")
     return Built(wheel, sdist)
 
 
 @pytest.fixture(scope="session")
-def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    root = tmp_path_factory.mktemp("venv") / "venv"
-    venv.EnvBuilder(with_pip=True, clear=True).create(root)
-    bin_dir = root / "bin"
-    subprocess.run(
-        [str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(built.wheel)],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-    yield Installed(bin_dir)
+def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """A fresh venv with the wheel installed, built once per run and only read by the
+    tests (a test that installs more does so in a folder of its own)."""
+
+    def build(out: Path) -> None:
+        root = out / "venv"
+        venv.EnvBuilder(with_pip=True, clear=True).create(root)
+        subprocess.run(
+            [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet", str(built.wheel)],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+
+    return Installed(build_once(tmp_path_factory, "venv", build) / "venv" / "bin")

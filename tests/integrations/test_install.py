@@ -48,14 +48,24 @@ def test_the_installed_command_runs_the_demo(installed: Installed, tmp_path: Pat
 
 
 def test_the_sdist_installs_too(built: Built, installed: Installed, tmp_path: Path) -> None:
+    """The sdist builds and installs (with pip, into a folder of its own: the shared venv
+    is only read) and its command runs, on the venv's dependencies."""
+    target = tmp_path / "from-sdist"
     subprocess.run(
         [str(installed.bin / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
-         "--force-reinstall", str(built.sdist)],
+         "--target", str(target), str(built.sdist)],
         check=True, capture_output=True, timeout=600,
     )  # fmt: skip
+    env = installed.env(TOOLPIN_HOME=str(tmp_path), PYTHONPATH=str(target))
+    where = subprocess.run(
+        [str(installed.bin / "python"), "-c", "import toolpin; print(toolpin.__file__)"],
+        capture_output=True, text=True, env=env, check=True,
+    )  # fmt: skip
+    assert Path(where.stdout.strip()).is_relative_to(target), where.stdout
     out = subprocess.run(
-        [str(installed.bin / "toolpin"), "hash", str(REPO / "examples" / "tools-list.json")],
-        capture_output=True, text=True, env=installed.env(TOOLPIN_HOME=str(tmp_path)),
+        [str(installed.bin / "python"), "-m", "toolpin", "hash",
+         str(REPO / "examples" / "tools-list.json")],
+        capture_output=True, text=True, env=env,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "read_page" in out.stdout

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import toolpin
+from tests.shared import npm_install
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "plugins" / "toolpin"
@@ -26,32 +27,9 @@ CLAUDE_VERSION = "2.1.332"
 @pytest.fixture(scope="session")
 def claude() -> Path:
     """The ``claude`` CLI from npm, installed once into ``<repo>/.cache/claude-code``."""
-    manifest = CLAUDE_PREFIX / "node_modules" / CLAUDE_PACKAGE / "package.json"
-    installed = None
-    if manifest.exists():
-        installed = json.loads(manifest.read_text(encoding="utf-8")).get("version")
-    if installed != CLAUDE_VERSION:
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.fail("npm is not on PATH; Node and npm are needed for these tests")
-        CLAUDE_PREFIX.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(CLAUDE_PREFIX),
-                "--no-audit",
-                "--no-fund",
-                f"{CLAUDE_PACKAGE}@{CLAUDE_VERSION}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "npm_config_update_notifier": "false"},
-        )
-        if done.returncode != 0:
-            pytest.fail(f"npm install of {CLAUDE_PACKAGE} failed:\n{done.stdout}\n{done.stderr}")
+    failed = npm_install(CLAUDE_PREFIX, CLAUDE_PACKAGE, CLAUDE_VERSION)
+    if failed:
+        pytest.fail(failed)
     return CLAUDE_PREFIX / "node_modules" / ".bin" / "claude"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.shared import build_once
 from tlog_helpers import make_entries
 
 import toolpin.cli
@@ -26,24 +27,27 @@ GOPATH = Path("/usr/share/gocode")
 XMOD = GOPATH / "src" / "golang.org" / "x" / "mod" / "sumdb"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def go_verifier(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Go verifier, built once per run (every worker shares it)."""
     go = shutil.which("go")
     if go is None or not (XMOD / "note").is_dir() or not (XMOD / "tlog").is_dir():
         pytest.skip("go or golang.org/x/mod is not installed (Debian golang-golang-x-mod-dev)")
-    out = tmp_path_factory.mktemp("go") / "tlogverify"
-    env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": ""}
-    env.setdefault("GOCACHE", str(tmp_path_factory.mktemp("gocache")))
-    done = subprocess.run(
-        [go, "build", "-o", str(out), "."],
-        cwd=GO_SOURCE,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    return out
+
+    def build(out: Path) -> None:
+        env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": ""}
+        env.setdefault("GOCACHE", str(out / "gocache"))
+        done = subprocess.run(
+            [go, "build", "-o", str(out / "tlogverify"), "."],
+            cwd=GO_SOURCE,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+
+    return build_once(tmp_path_factory, "go-tlogverify", build) / "tlogverify"
 
 
 def _cli(*args: str) -> str:

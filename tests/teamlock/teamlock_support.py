@@ -11,7 +11,6 @@ import importlib.util
 import json
 import os
 import queue
-import shutil
 import subprocess
 import sys
 import threading
@@ -330,31 +329,12 @@ class FakeRunners:
 
 
 def install_everything() -> Path | None:
-    """Install server-everything once into .cache/npm-servers (under a file lock)."""
-    from filelock import FileLock
+    """Install server-everything once into .cache/npm-servers (see ``tests.shared``)."""
+    from tests.shared import npm_install
 
-    npm = shutil.which("npm")
-    if npm is None:
-        return None
-    NPM_SERVERS.mkdir(parents=True, exist_ok=True)
     binary = NPM_SERVERS / "node_modules" / ".bin" / "mcp-server-everything"
-    manifest = NPM_SERVERS / "node_modules" / EVERYTHING_PACKAGE / "package.json"
-    with FileLock(str(NPM_SERVERS / ".install.lock"), timeout=600):
-        if (
-            binary.exists()
-            and manifest.exists()
-            and json.loads(manifest.read_text("utf-8")).get("version") == EVERYTHING_VERSION
-        ):
-            return binary
-        spec = f"{EVERYTHING_PACKAGE}@{EVERYTHING_VERSION}"
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(NPM_SERVERS), spec],
-            capture_output=True,
-            timeout=600,
-            check=False,
-        )
-        if done.returncode != 0 or not binary.exists():
-            return None
+    if npm_install(NPM_SERVERS, EVERYTHING_PACKAGE, EVERYTHING_VERSION) or not binary.exists():
+        return None
     return binary
 
 
