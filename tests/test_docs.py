@@ -182,7 +182,11 @@ def test_package_map_lists_exactly_the_packages() -> None:
     packages = sorted(p.name for p in src.iterdir() if (p / "__init__.py").exists())
     listed = mapped_packages((REPO / "CONTRIBUTING.md").read_text(encoding="utf-8"))
     assert len(listed) == len(set(listed)), "a package is listed twice"
-    assert sorted(listed) == packages
+    unlisted = sorted(set(packages) - set(listed))
+    gone = sorted(set(listed) - set(packages))
+    assert (unlisted, gone) == ([], []), (
+        f"CONTRIBUTING.md's package map: not listed {unlisted}, listed but not in src {gone}"
+    )
 
 
 if __name__ == "__main__":
