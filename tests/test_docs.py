@@ -8,10 +8,12 @@ Regenerate the command reference after changing a command's help::
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -194,3 +196,35 @@ if __name__ == "__main__":
         raise SystemExit(f"usage: {WRITE_COMMAND}")
     CLI_MD.write_text(render_cli_reference(), encoding="utf-8")
     print(f"wrote {CLI_MD.relative_to(REPO)}")
+
+
+# --- docs/benchmarks.md's latest-run block -------------------------------------------
+
+
+def _run_all() -> Any:
+    spec = importlib.util.spec_from_file_location("run_all", REPO / "bench" / "run_all.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmarks_doc_has_one_latest_run_block_recorded_with_its_machine() -> None:
+    run_all = _run_all()
+    text = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    block = text.split(run_all.BEGIN, 1)[1].split(run_all.END, 1)[0]
+    assert re.search(r"^Recorded \d{4}-\d\d-\d\d \d\d:\d\d UTC at toolpin `", block, re.M)
+    assert re.search(r"^Machine: \d+ CPUs \(.+\), .+, Python 3\.", block, re.M)
+    assert run_all.record_block(text, block) == text
+
+
+def test_recording_replaces_only_the_block() -> None:
+    run_all = _run_all()
+    text = f"# B\n\nintro\n\n{run_all.BEGIN}\nold\n{run_all.END}\n\n## 2026-12-01\n\nkept\n"
+    assert run_all.record_block(text, "new\n") == (
+        f"# B\n\nintro\n\n{run_all.BEGIN}\nnew\n{run_all.END}\n\n## 2026-12-01\n\nkept\n"
+    )
+    with pytest.raises(ValueError, match="exactly one"):
+        run_all.record_block("# no block\n", "new")
+    with pytest.raises(ValueError, match="exactly one"):
+        run_all.record_block(f"{run_all.END}\n{run_all.BEGIN}\n", "new")
