@@ -1167,26 +1167,12 @@ def _schema_map(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
             return "schema-definition-added" if added else "schema-definition-removed"
         return _effect_cls(eff)
 
-    for name in sorted(new.keys() - old.keys(), key=_key_text):
-        eff = effect(True, new[name])
-        w.emit(
-            f"{singular}_added",
-            (*site.path, kw, _key_text(name)),
-            eff,
-            pol,
-            _short(_key_text(name)),
-            cls(True, eff),
-        )
-    for name in sorted(old.keys() - new.keys(), key=_key_text):
-        eff = effect(False, old[name])
-        w.emit(
-            f"{singular}_removed",
-            (*site.path, kw, _key_text(name)),
-            eff,
-            pol,
-            _short(_key_text(name)),
-            cls(False, eff),
-        )
+    for added, side, other in ((True, new, old), (False, old, new)):
+        event = f"{singular}_added" if added else f"{singular}_removed"
+        for name in sorted(side.keys() - other.keys(), key=_key_text):
+            eff = effect(added, side[name])
+            text = _key_text(name)
+            w.emit(event, (*site.path, kw, text), eff, pol, _short(text), cls(added, eff))
     for name in sorted(old.keys() & new.keys(), key=_key_text):
         a, b = old[name], new[name]
         path = (*site.path, kw, _key_text(name))
@@ -1205,14 +1191,14 @@ def _dependent_required(w: _Walker, kw: str, o: object, n: object, site: _Site) 
         w.changed(kw, site)
         return
     pol = site.polarity
-    for name in sorted(new.keys() - old.keys(), key=_key_text):
-        eff = _NEUTRAL if new[name] == [] else _TIGHTEN
-        w.emit(f"{kw}_added", (*site.path, kw, _key_text(name)), eff, pol, _short(_key_text(name)))
-    for name in sorted(old.keys() - new.keys(), key=_key_text):
-        eff = _NEUTRAL if old[name] == [] else _RELAX
-        w.emit(
-            f"{kw}_removed", (*site.path, kw, _key_text(name)), eff, pol, _short(_key_text(name))
-        )
+    for event, side, other, moved in (
+        (f"{kw}_added", new, old, _TIGHTEN),
+        (f"{kw}_removed", old, new, _RELAX),
+    ):
+        for name in sorted(side.keys() - other.keys(), key=_key_text):
+            eff = _NEUTRAL if side[name] == [] else moved
+            text = _key_text(name)
+            w.emit(event, (*site.path, kw, text), eff, pol, _short(text))
     for name in sorted(old.keys() & new.keys(), key=_key_text):
         if not w.same(old[name], new[name]):
             _name_lists(w, kw, old[name], new[name], (*site.path, kw, _key_text(name)), pol)
