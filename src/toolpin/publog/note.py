@@ -86,6 +86,22 @@ def _b64decode(text: str) -> bytes:
     return raw
 
 
+def _key_fields(who: str, name: str, hex_id: str, key64: str) -> tuple[int, bytes]:
+    """A key text's id and 32 key bytes (after the type byte), checked as the text says
+    them; ``who`` ("verifier", "signer") names the key in the errors."""
+    if not valid_key_name(name):
+        raise NoteError(f"the {who} key's name is empty or has spaces or '+'")
+    if len(hex_id) != 8 or any(c not in "0123456789abcdef" for c in hex_id):
+        raise NoteError(f"the {who} key's id is not 8 lower-case hex digits")
+    try:
+        typed = _b64decode(key64)
+    except NoteError:
+        raise NoteError(f"the {who} key's key part is not valid base64") from None
+    if len(typed) != 33 or typed[0] != ALG_ED25519:
+        raise NoteError(f"the {who} key is not an Ed25519 (type 0x01) key")
+    return int(hex_id, 16), typed[1:]
+
+
 @dataclass(frozen=True)
 class Verifier:
     """An Ed25519 verifier key of a signed-note signer."""
@@ -102,19 +118,10 @@ class Verifier:
         if len(parts) != 3:
             raise NoteError("a verifier key has the form <name>+<key id>+<base64 key>")
         name, hex_id, key64 = parts
-        if not valid_key_name(name):
-            raise NoteError("the verifier key's name is empty or has spaces or '+'")
-        if len(hex_id) != 8 or any(c not in "0123456789abcdef" for c in hex_id):
-            raise NoteError("the verifier key's id is not 8 lower-case hex digits")
-        try:
-            typed = _b64decode(key64)
-        except NoteError:
-            raise NoteError("the verifier key's key part is not valid base64") from None
-        if len(typed) != 33 or typed[0] != ALG_ED25519:
-            raise NoteError("the verifier key is not an Ed25519 (type 0x01) key")
-        if key_id(name, typed) != int(hex_id, 16):
+        wanted_id, raw = _key_fields("verifier", name, hex_id, key64)
+        if key_id(name, bytes([ALG_ED25519]) + raw) != wanted_id:
             raise NoteError("the verifier key's id does not match its name and key")
-        return cls(name=name, key_id=int(hex_id, 16), public_key=typed[1:])
+        return cls(name=name, key_id=wanted_id, public_key=raw)
 
     @classmethod
     def from_public_key(cls, name: str, public_key: bytes) -> Verifier:
@@ -168,18 +175,9 @@ class Signer:
         if len(parts) != 5 or parts[0] != "PRIVATE" or parts[1] != "KEY":
             raise NoteError("not a signer key (expected PRIVATE+KEY+<name>+<key id>+<base64 seed>)")
         _, _, name, hex_id, key64 = parts
-        if not valid_key_name(name):
-            raise NoteError("the signer key's name is empty or has spaces or '+'")
-        if len(hex_id) != 8 or any(c not in "0123456789abcdef" for c in hex_id):
-            raise NoteError("the signer key's id is not 8 lower-case hex digits")
-        try:
-            typed = _b64decode(key64)
-        except NoteError:
-            raise NoteError("the signer key's key part is not valid base64") from None
-        if len(typed) != 33 or typed[0] != ALG_ED25519:
-            raise NoteError("the signer key is not an Ed25519 (type 0x01) key")
-        signer = cls.from_seed(name, typed[1:])
-        if signer.key_id != int(hex_id, 16):
+        wanted_id, raw = _key_fields("signer", name, hex_id, key64)
+        signer = cls.from_seed(name, raw)
+        if signer.key_id != wanted_id:
             raise NoteError("the signer key's id does not match its name and key")
         return signer
 
