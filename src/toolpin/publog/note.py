@@ -86,6 +86,14 @@ def _b64decode(text: str) -> bytes:
     return raw
 
 
+def _check_key(name: str, raw: bytes, what: str) -> None:
+    """A key's name is valid and its ``what`` (public key, seed) is 32 bytes."""
+    if not valid_key_name(name):
+        raise NoteError("a key name must be non-empty, without spaces or '+'")
+    if len(raw) != 32:
+        raise NoteError(f"an Ed25519 {what} is 32 bytes")
+
+
 def _key_fields(who: str, name: str, hex_id: str, key64: str) -> tuple[int, bytes]:
     """A key text's id and 32 key bytes (after the type byte), checked as the text says
     them; ``who`` ("verifier", "signer") names the key in the errors."""
@@ -125,10 +133,7 @@ class Verifier:
 
     @classmethod
     def from_public_key(cls, name: str, public_key: bytes) -> Verifier:
-        if not valid_key_name(name):
-            raise NoteError("a key name must be non-empty, without spaces or '+'")
-        if len(public_key) != 32:
-            raise NoteError("an Ed25519 public key is 32 bytes")
+        _check_key(name, public_key, "public key")
         return cls(
             name=name, key_id=key_id(name, bytes([ALG_ED25519]) + public_key), public_key=public_key
         )
@@ -161,10 +166,7 @@ class Signer:
 
     @classmethod
     def from_seed(cls, name: str, seed: bytes) -> Signer:
-        if not valid_key_name(name):
-            raise NoteError("a key name must be non-empty, without spaces or '+'")
-        if len(seed) != 32:
-            raise NoteError("an Ed25519 seed is 32 bytes")
+        _check_key(name, seed, "seed")
         public = _public_from_seed(seed)
         return cls(name=name, key_id=key_id(name, bytes([ALG_ED25519]) + public), seed=seed)
 
