@@ -1,8 +1,9 @@
 """The package map is enforced: which feature may import which, and no import cycle.
 
 Read from the source with ``ast``, so a lazy import inside a function counts the same as
-one at the top of a module; only imports under ``if TYPE_CHECKING:`` are left out (they
-never run). ``tests/core/test_layers.py`` checks, in addition, that the core does no I/O.
+one at the top of a module; imports under ``if TYPE_CHECKING:`` are left out of the map
+(they never run) but not out of the cycle check inside a package.
+``tests/core/test_layers.py`` checks, in addition, that the core does no I/O.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ ALLOWED: dict[str, set[str]] = {
     "offline": {"core", "lockfile", "report", "util"},
     "clients": {"core", "lockfile", "packages", "pins", "util"},
     "team": {"clients", "core", "lockfile", "packages", "pins", "probe", "report", "util"},
-    "proxy": {"core", "pins", "report", "team", "util", "probe"},
+    "proxy": {"core", "pins", "report", "team", "util"},
+    "remote": {"core", "pins", "probe", "proxy", "team", "util"},
     "publog": {"core", "util"},
     "crawl": {"clients", "core", "lockfile", "packages", "probe", "publog", "report", "util"},
     "site": {"core", "publog", "report", "util", "crawl", "clients", "lockfile"},
@@ -39,22 +41,37 @@ ALLOWED: dict[str, set[str]] = {
     "demo": {"core", "util", "proxy", "pins", "report"},
     "cli": {
         "clients", "core", "crawl", "demo", "lockfile", "lookup", "offline", "packages",
-        "pins", "probe", "proxy", "publog", "report", "site", "team", "util",
+        "pins", "probe", "proxy", "publog", "remote", "report", "site", "team", "util",
     },
-    "__main__": {"cli", "proxy"},
+    "__main__": {"cli", "proxy", "remote"},
     "__init__": {"core", "offline"},  # the lazy public API
 }  # fmt: skip
 """Top-level package -> the other top-level packages it may import (besides SHARED)."""
 
-PROXY_COMPOSITION = {"toolpin.proxy.start", "toolpin.proxy.remote_start"}
-"""The proxy modules that build a pin source (store or team lock) for ``toolpin run`` (and
-``toolpin run --url``).
-Everything else in ``proxy/`` sees pins only through ``toolpin.pins.source.PinSource``."""
+PROXY_COMPOSITION = {"toolpin.proxy.start", "toolpin.remote.start"}
+"""The modules that build a pin source (store or team lock) for ``toolpin run`` (and
+``toolpin run --url``). Everything else in ``proxy/`` and ``remote/`` sees pins only
+through ``toolpin.pins.source.PinSource``."""
+
+PROXY_MODULES = {
+    "toolpin.proxy",
+    "toolpin.proxy.channel",
+    "toolpin.proxy.classify",
+    "toolpin.proxy.known_page",
+    "toolpin.proxy.relay",
+    "toolpin.proxy.session",
+    "toolpin.proxy.spawn",
+    "toolpin.proxy.start",
+}
+"""``proxy/`` is the stdio proxy and nothing else: the relay, the server channel and the
+child process, the session with its classifier and page index, and ``toolpin run``'s
+start-up. The remote transports (HTTP, SSE, OAuth, the gateway) live in ``remote/``,
+which builds on these; ``proxy/`` never imports ``remote/`` (the layer map says so)."""
 
 THIRD_PARTY_HOMES = {
     "click": {"cli"},
     "rich": {"cli"},
-    "mcp": {"lookup", "proxy"},
+    "mcp": {"lookup", "remote"},
     "jinja2": {"site"},
 }
 """Heavy third-party imports, and the only packages that may make them."""
@@ -83,11 +100,11 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
 MODULES = dict(_modules())
 
 
-def _imports(module: str, path: Path) -> list[str]:
+def _imports(module: str, path: Path, *, with_type_checking: bool = False) -> list[str]:
     """Every module ``module`` imports at run time (``from a import b`` counts a.b if a
-    module, else a)."""
+    module, else a); with ``with_type_checking``, the ``TYPE_CHECKING`` imports too."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = _type_checking_nodes(tree)
+    skip = set() if with_type_checking else _type_checking_nodes(tree)
     out: list[str] = []
     for node in ast.walk(tree):
         if id(node) in skip:
@@ -108,6 +125,7 @@ def _imports(module: str, path: Path) -> list[str]:
 
 
 GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+FULL_GRAPH = {m: _imports(m, p, with_type_checking=True) for m, p in MODULES.items()}
 
 
 def _top(module: str) -> str:
@@ -130,7 +148,11 @@ def test_module_imports_follow_the_map(module: str) -> None:
             assert here in THIRD_PARTY_HOMES[root], f"{module} imports {root}"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _top(m) == "proxy"))
+def test_the_proxy_package_is_the_stdio_proxy() -> None:
+    assert {m for m in MODULES if _top(m) == "proxy"} == PROXY_MODULES
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _top(m) in {"proxy", "remote"}))
 def test_the_proxy_reaches_pins_only_through_the_pin_source(module: str) -> None:
     if module in PROXY_COMPOSITION:
         return
@@ -139,17 +161,8 @@ def test_the_proxy_reaches_pins_only_through_the_pin_source(module: str) -> None
             pytest.fail(f"{module} imports {name}: talk to the PinSource protocol instead")
 
 
-def test_no_import_cycle() -> None:
-    """Tarjan's strongly connected components over the module graph (lazy imports too).
-
-    A module's own parent packages are left out: importing ``toolpin.a.b`` runs
-    ``toolpin/a/__init__.py`` first, but that is not an edge back unless the package
-    itself imports the module.
-    """
-    edges = {
-        m: {n for n in GRAPH[m] if n in MODULES and n != m and not m.startswith(n + ".")}
-        for m in MODULES
-    }
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components: every group of modules that import each other."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -180,10 +193,42 @@ def test_no_import_cycle() -> None:
             if len(component) > 1:
                 cycles.append(sorted(component))
 
-    for module in sorted(MODULES):
+    for module in sorted(edges):
         if module not in index:
             visit(module)
-    assert not cycles, f"import cycles: {cycles}"
+    return cycles
+
+
+def _edges(graph: dict[str, list[str]]) -> dict[str, set[str]]:
+    """The module graph without a module's own parent packages: importing ``toolpin.a.b``
+    runs ``toolpin/a/__init__.py`` first, but that is not an edge back unless the package
+    itself imports the module."""
+    return {
+        m: {n for n in graph[m] if n in MODULES and n != m and not m.startswith(n + ".")}
+        for m in MODULES
+    }
+
+
+def test_no_import_cycle() -> None:
+    """No cycle over the run-time module graph (lazy imports too)."""
+    assert not _cycles(_edges(GRAPH)), f"import cycles: {_cycles(_edges(GRAPH))}"
+
+
+PACKAGES = sorted({_top(m) for m in MODULES if m.count(".") >= 1})
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle_inside_a_package(package: str) -> None:
+    """Inside one package, not even a type-only import closes a circle: a module that
+    needs another's type for its annotations shares the type through a third module
+    both import (the type-checker follows ``TYPE_CHECKING`` imports, and so does a
+    reader)."""
+    edges = {
+        m: {n for n in targets if _top(n) == package}
+        for m, targets in _edges(FULL_GRAPH).items()
+        if _top(m) == package
+    }
+    assert not _cycles(edges), f"import cycles in {package}/: {_cycles(edges)}"
 
 
 def test_at_most_five_top_level_modules() -> None:

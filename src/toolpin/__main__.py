@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
 
             try:
                 if "url" in parsed:
-                    from toolpin.proxy.remote_start import run_remote_proxy
+                    from toolpin.remote.start import run_remote_proxy
 
                     code = run_remote_proxy(**parsed)
                 else:

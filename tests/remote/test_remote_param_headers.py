@@ -18,7 +18,7 @@ from pydantic import Field
 from tests.remote.gate import Gate
 from tests.remote.helpers import through_toolpin
 from tests.remote.http_servers import serve_asgi
-from toolpin.proxy.param_headers import header_map, param_headers
+from toolpin.remote.param_headers import header_map, param_headers
 
 
 def regional_server() -> MCPServer:

@@ -13,7 +13,7 @@ from tests.proxy.harness import proxy_env
 from toolpin.core.wire import identity_url
 from toolpin.errors import InputError
 from toolpin.pins.serverid import remote_server_id, server_id
-from toolpin.proxy.remote_target import make_target, parse_header
+from toolpin.remote.target import make_target, parse_header
 
 
 def test_the_id_is_name_origin_and_path_only() -> None:
@@ -96,7 +96,7 @@ def test_the_url_start_path_imports_no_sdk(toolpin_home: Path) -> None:
 
 def test_the_oauth_flow_guard() -> None:
     from toolpin.probe.ssrf import GuardError, resolve_checked
-    from toolpin.proxy.oauth import AuthError, check_flow_url, flow_policy
+    from toolpin.remote.oauth import AuthError, check_flow_url, flow_policy
 
     check_flow_url("https://auth.example.com/token")
     check_flow_url("http://127.0.0.1:9000/token")
@@ -118,7 +118,7 @@ def test_the_oauth_flow_guard() -> None:
 def test_tokens_are_kept_per_origin_and_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolpin.proxy.oauth import token_path
+    from toolpin.remote.oauth import token_path
 
     monkeypatch.setenv("TOOLPIN_HOME", str(tmp_path))
     a = token_path("https://mcp.example.com/mcp?x=1")

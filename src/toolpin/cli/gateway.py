@@ -1,5 +1,5 @@
 """``toolpin gateway --listen 127.0.0.1:PORT --url URL``: the remote proxy for MCP clients
-that speak only HTTP (see :mod:`toolpin.proxy.gateway`)."""
+that speak only HTTP (see :mod:`toolpin.remote.gateway`)."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def gateway_command(
     toolpin gateway --listen 127.0.0.1:8765 --name docs --url https://example.com/mcp
     then point the client at http://127.0.0.1:8765/mcp
     """
-    from toolpin.proxy.gateway import parse_listen, run_gateway
-    from toolpin.proxy.remote_start import gateway_options
+    from toolpin.remote.gateway import parse_listen, run_gateway
+    from toolpin.remote.start import gateway_options
 
     parse_listen(listen)  # before anything is read or written
     target, options = gateway_options(

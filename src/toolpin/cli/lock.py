@@ -82,7 +82,7 @@ def lock_command(
     caps: tuple[str, ...] | None = None
     if client_capabilities is not None:
         caps = tuple(c for c in client_capabilities.split(",") if c.strip() not in ("", "none"))
-    from toolpin.proxy.oauth import stored_authorization
+    from toolpin.remote.oauth import stored_authorization
 
     options = teamlock.LockOptions(
         remote_auth=stored_authorization,

@@ -24,8 +24,8 @@ def login_command(url: str, headers: tuple[str, ...]) -> int:
     """
     from toolpin.core.render import visible
     from toolpin.core.wire import identity_url
-    from toolpin.proxy.oauth import login
-    from toolpin.proxy.remote_target import make_target
+    from toolpin.remote.oauth import login
+    from toolpin.remote.target import make_target
 
     target = make_target(url, headers=headers)
 

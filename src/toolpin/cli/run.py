@@ -67,7 +67,7 @@ def run_command(
     if url is not None:
         if argv:
             raise click.UsageError("give either --url or a server command after --, not both")
-        from toolpin.proxy.remote_start import run_remote_proxy
+        from toolpin.remote.start import run_remote_proxy
 
         return run_remote_proxy(
             url,

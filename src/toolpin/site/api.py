@@ -24,9 +24,9 @@ from toolpin.core.render import visible
 from toolpin.site.model import ServerHistory, parse_time
 
 if TYPE_CHECKING:
-    from toolpin.site.build import ServerPage
     from toolpin.site.model import LogView
     from toolpin.site.output import SiteWriter
+    from toolpin.site.pages import ServerPage
 
 API: Final = "api/v1"
 WINDOWS: Final = {

@@ -14,7 +14,7 @@ import importlib
 import importlib.resources
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -44,6 +44,7 @@ from toolpin.site.fragments import (
 )
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
 from toolpin.site.output import SiteWriter
+from toolpin.site.pages import ServerPage
 from toolpin.site.render import CSP, environment, site_path
 
 STATIC_FILES: Final = ("site.css", "verify.js", "filter.js", "compare.js")
@@ -64,19 +65,6 @@ class BuildResult:
     written: int
     unchanged: int
     removed: int
-
-
-@dataclass
-class ServerPage:
-    """What the pages of one server need (computed once, used by every output)."""
-
-    history: ServerHistory
-    badge: Badge
-    changes: list[tuple[Version, ChangeSummary | None]] = field(default_factory=list)
-
-    @property
-    def id(self) -> str:
-        return self.history.id
 
 
 def parse_now(text: str | None) -> dt.datetime:

@@ -23,10 +23,10 @@ from toolpin.core.render import visible
 from toolpin.site.render import escape_text
 
 if TYPE_CHECKING:
-    from toolpin.site.build import ServerPage
     from toolpin.site.changes import ChangeSummary
     from toolpin.site.model import LogView, Version
     from toolpin.site.output import SiteWriter
+    from toolpin.site.pages import ServerPage
 
 MAX_ITEMS: Final = 200
 LABEL_KEY: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from toolpin.proxy.remote_wire import header_value
+from toolpin.remote.wire import header_value
 
 KEY: Final = "x-mcp-header"
 PREFIX: Final = "Mcp-Param-"

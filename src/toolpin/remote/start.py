@@ -26,8 +26,8 @@ from toolpin.proxy.start import (
 
 if TYPE_CHECKING:
     from toolpin.pins.source import PinSource
-    from toolpin.proxy.remote_target import RemoteTarget
     from toolpin.proxy.session import ProxyOptions
+    from toolpin.remote.target import RemoteTarget
 
 
 def run_remote_proxy(
@@ -44,7 +44,7 @@ def run_remote_proxy(
     """Run ``toolpin run --url URL``; returns the exit code."""
     from toolpin.core.render import visible
     from toolpin.pins.serverid import remote_server_id
-    from toolpin.proxy.remote_target import make_target
+    from toolpin.remote.target import make_target
 
     label = name or "remote server"
     try:
@@ -94,7 +94,7 @@ def run_remote_proxy(
         color=wants_color(sys.stderr),
         quiet=quiet,
     )
-    from toolpin.proxy.remote import run_remote
+    from toolpin.remote.channel import run_remote
 
     return run_remote(target, options)
 
@@ -138,8 +138,8 @@ def gateway_options(
     from toolpin.errors import InputError
     from toolpin.pins.serverid import remote_server_id
     from toolpin.pins.store import PinStore, StorePinSource
-    from toolpin.proxy.remote_target import make_target
     from toolpin.proxy.session import ProxyOptions
+    from toolpin.remote.target import make_target
     from toolpin.util.console import wants_color
 
     target = make_target(url, name=name, headers=headers, transport=transport)

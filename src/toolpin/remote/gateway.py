@@ -4,7 +4,7 @@ that speak only HTTP.
 The client talks Streamable HTTP to toolpin on this machine; toolpin talks to the remote
 server as ``toolpin run --url`` does. The check is the same
 :class:`~toolpin.proxy.session.Session` over the same
-:class:`~toolpin.proxy.remote.RemoteChannel`; only the client side differs (a
+:class:`~toolpin.remote.channel.RemoteChannel`; only the client side differs (a
 :class:`Bridge` in place of the stdio relay):
 
 * **handshake era** (``initialize``): one session per client session. The gateway gives
@@ -41,9 +41,9 @@ from typing import Any, Final
 from toolpin.core.wire import client_meta
 from toolpin.errors import InputError
 from toolpin.proxy.channel import signals_to_main
-from toolpin.proxy.remote import RemoteChannel
-from toolpin.proxy.remote_target import RemoteTarget, is_loopback_host
 from toolpin.proxy.session import MAX_INSPECT, ProxyOptions, Session
+from toolpin.remote.channel import RemoteChannel
+from toolpin.remote.target import RemoteTarget, is_loopback_host
 
 PATH: Final = "/mcp"
 MAX_SESSIONS: Final = 64

@@ -45,8 +45,8 @@ import httpx2
 from toolpin.core.wire import identity_url
 from toolpin.errors import ToolpinError
 from toolpin.probe.ssrf import AddressPolicy, GuardError, address_class, check_url
-from toolpin.proxy.remote_target import RemoteTarget, is_loopback_host
-from toolpin.proxy.remote_wire import TransportFault, new_client
+from toolpin.remote.target import RemoteTarget, is_loopback_host
+from toolpin.remote.wire import TransportFault, new_client
 from toolpin.util.fs import atomic_write, ensure_private_dir, toolpin_home
 
 BROWSER_TIMEOUT: Final = 300.0

@@ -9,7 +9,7 @@ server with the same code as a local one.
   ``Mcp-Method`` on every request, ``Mcp-Name`` for ``tools/call``, ``prompts/get`` and
   ``resources/read``, and ``Mcp-Param-*`` for the ``x-mcp-header`` arguments of a
   ``tools/call``, from the tool's schema in the listing the server sent; see
-  :mod:`toolpin.proxy.param_headers`). Requests run concurrently; ``initialize`` and
+  :mod:`toolpin.remote.param_headers`). Requests run concurrently; ``initialize`` and
   notifications are sent in order (the next line waits for their status).
 * A JSON body (one message or a batch) and every ``message`` event of a
   ``text/event-stream`` answer become server lines; so do the events of the GET stream,
@@ -22,7 +22,7 @@ server with the same code as a local one.
   it), an expired session. An HTTP error status answers that one request with a JSON-RPC
   error of toolpin's own words (never the server's text), except for toolpin's own check
   requests: a check that cannot be done stops the session (-31043).
-* ``401``: the OAuth flow (:mod:`toolpin.proxy.oauth`), once per request, unless the
+* ``401``: the OAuth flow (:mod:`toolpin.remote.oauth`), once per request, unless the
   user gave an ``Authorization`` header.
 """
 
@@ -39,9 +39,9 @@ import httpx2
 from toolpin.core.wire import HANDSHAKE_VERSIONS, META_PROTOCOL
 from toolpin.probe.ssrf import AddressPolicy, GuardError, check_url
 from toolpin.proxy.channel import signals_to_main
-from toolpin.proxy.param_headers import HeaderMap, header_map, param_headers
-from toolpin.proxy.remote_target import RemoteTarget
-from toolpin.proxy.remote_wire import (
+from toolpin.remote.param_headers import HeaderMap, header_map, param_headers
+from toolpin.remote.target import RemoteTarget
+from toolpin.remote.wire import (
     ACCEPT,
     MAX_MESSAGE,
     NAME_BEARING,
@@ -342,7 +342,7 @@ class StreamableHttpChannel:
 
     def _authorize(self, response: httpx2.Response) -> None:
         if self._auth is None:
-            from toolpin.proxy.oauth import OAuthSession
+            from toolpin.remote.oauth import OAuthSession
 
             self._auth = OAuthSession(self.target, log=self._log)
         self._auth.authorize(response)

@@ -4,7 +4,7 @@ A GET on the URL opens an event stream whose first ``endpoint`` event names wher
 (it must be on the URL's origin: headers and tokens go nowhere else). Each client line is
 POSTed there (the server answers 202); every ``message`` event of the stream becomes a
 server line. The stream ending is the server going away. Same fail-closed rules as
-:mod:`toolpin.proxy.remote_http`.
+:mod:`toolpin.remote.streamable`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any, Final
 import httpx2
 
 from toolpin.probe.ssrf import GuardError, check_url
-from toolpin.proxy.remote_http import Closed, Deliver, endpoint_policy
-from toolpin.proxy.remote_target import RemoteTarget
-from toolpin.proxy.remote_wire import (
+from toolpin.remote.streamable import Closed, Deliver, endpoint_policy
+from toolpin.remote.target import RemoteTarget
+from toolpin.remote.wire import (
     SseDecoder,
     TransportFault,
     message_line,
@@ -132,7 +132,7 @@ class SseChannel:
                 response.read()
                 response.close()
                 if self._auth is None:
-                    from toolpin.proxy.oauth import OAuthSession
+                    from toolpin.remote.oauth import OAuthSession
 
                     self._auth = OAuthSession(self.target, log=self._log)
                 self._auth.authorize(response)

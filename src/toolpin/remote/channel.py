@@ -6,8 +6,8 @@ or the legacy HTTP+SSE transport). The check is the stdio proxy's own
 until verified, every listing checked for the whole session, both protocol eras, the same
 -31042/-31043 errors and the same review/approve flow. Only the server side differs:
 :class:`RemoteChannel`, a :class:`~toolpin.proxy.channel.ServerChannel`, turns client lines
-into HTTP requests and HTTP answers into server lines (:mod:`toolpin.proxy.remote_http`,
-:mod:`toolpin.proxy.remote_sse`). A remote server that misbehaves in a way toolpin cannot
+into HTTP requests and HTTP answers into server lines (:mod:`toolpin.remote.streamable`,
+:mod:`toolpin.remote.sse`). A remote server that misbehaves in a way toolpin cannot
 classify ends the channel like a server process that died (the reason is on stderr).
 
 ``--transport auto`` (the default) starts with Streamable HTTP and falls back to HTTP+SSE
@@ -23,8 +23,8 @@ import time
 from typing import Any
 
 from toolpin.proxy.channel import signals_to_main
-from toolpin.proxy.remote_target import RemoteTarget
 from toolpin.proxy.session import ProxyOptions, Session
+from toolpin.remote.target import RemoteTarget
 
 
 class RemoteChannel:
@@ -45,10 +45,10 @@ class RemoteChannel:
 
     def _new(self, transport: str) -> Any:
         if transport == "sse":
-            from toolpin.proxy.remote_sse import SseChannel
+            from toolpin.remote.sse import SseChannel
 
             return SseChannel(self.target, log=self._log)
-        from toolpin.proxy.remote_http import StreamableHttpChannel
+        from toolpin.remote.streamable import StreamableHttpChannel
 
         return StreamableHttpChannel(
             self.target, log=self._log, allow_fallback=self.target.transport == "auto"
