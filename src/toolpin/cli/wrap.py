@@ -63,6 +63,20 @@ def _print_plan(plan: Plan) -> None:
                 click.echo(f"      ! {visible(e.warning)}")
 
 
+def _confirm_and_apply(plan: Plan, question: str, yes: bool, dry_run: bool) -> bool:
+    """Ask ``question`` (unless --yes or --dry-run), then write the plan, each file backed
+    up first, and say what was written; whether it was."""
+    from toolpin.clients.wrap import apply
+
+    if not _confirm(f"{question} Each file is backed up first. [y/N]", yes, dry_run):
+        return False
+    for written in apply(plan):
+        click.echo(f"  wrote  {written.path}")
+        click.echo(f"  backup {written.backup}")
+    click.echo("Restart those apps so they load the change.")
+    return True
+
+
 def _confirm(question: str, yes: bool, dry_run: bool) -> bool:
     if dry_run:
         click.echo("Dry run: nothing written.")
@@ -137,7 +151,6 @@ def wrap_command(
     from pathlib import Path
 
     from toolpin.clients.wrap import (
-        apply,
         check_launcher,
         check_lock_file,
         installed_launcher,
@@ -182,14 +195,8 @@ def wrap_command(
         return unreadable
     if chosen.note:
         click.echo(f"note: {chosen.note}", err=True)
-    if not _confirm(
-        f"Protect {count} server(s)? Each file is backed up first. [y/N]", yes, dry_run
-    ):
+    if not _confirm_and_apply(plan, f"Protect {count} server(s)?", yes, dry_run):
         return unreadable
-    for written in apply(plan):
-        click.echo(f"  wrote  {written.path}")
-        click.echo(f"  backup {written.backup}")
-    click.echo("Restart those apps so they load the change.")
     click.echo(
         "If an app asks to allow a command, the wrapped command is: "
         f"{'toolpin' if project and lock else ' '.join(chosen.argv)} run --name <server>@<client>"
@@ -235,7 +242,7 @@ def _ask_remotes(
 @click.option("--project", is_flag=True, help="Also the project's shared config files.")
 def unwrap_command(yes: bool, dry_run: bool, configs: tuple[str, ...], project: bool) -> int:
     """Take the toolpin proxy (or mcp-pin's) out of every wrapped server entry."""
-    from toolpin.clients.wrap import apply, plan_unwrap
+    from toolpin.clients.wrap import plan_unwrap
 
     plan = plan_unwrap(_locations(configs, project))
     if _nothing_found(plan, "unwrap"):
@@ -246,13 +253,7 @@ def unwrap_command(yes: bool, dry_run: bool, configs: tuple[str, ...], project: 
     if count == 0:
         click.echo("Nothing to unwrap.")
         return unreadable
-    if not _confirm(
-        f"Unprotect {count} server(s)? Each file is backed up first. [y/N]", yes, dry_run
-    ):
+    if not _confirm_and_apply(plan, f"Unprotect {count} server(s)?", yes, dry_run):
         return unreadable
-    for written in apply(plan):
-        click.echo(f"  wrote  {written.path}")
-        click.echo(f"  backup {written.backup}")
-    click.echo("Restart those apps so they load the change.")
     click.echo("Your pins stay in place; toolpin wrap puts protection back.")
     return unreadable

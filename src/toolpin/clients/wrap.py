@@ -23,7 +23,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -357,6 +357,25 @@ def _open(
         )
 
 
+def _documents(
+    locations: Iterable[ConfigLocation], files: list[FilePlan]
+) -> Iterator[tuple[ConfigLocation, Path, bytes, ConfigDocument]]:
+    """Each location's config file, opened (with its bytes); a file that cannot be read or
+    parsed is added to ``files`` as its :class:`FilePlan` instead, a missing one nowhere."""
+    for location in locations:
+        read = _read_config(location)
+        if read is None or isinstance(read, FilePlan):
+            if read is not None:
+                files.append(read)
+            continue
+        path, data, text = read
+        doc = _open(location, path, data, text)
+        if isinstance(doc, FilePlan):
+            files.append(doc)
+            continue
+        yield location, path, data, doc
+
+
 def plan_wrap(
     locations: Iterable[ConfigLocation],
     *,
@@ -377,17 +396,7 @@ def plan_wrap(
     """
     files: list[FilePlan] = []
     searched = tuple(locations)
-    for location in searched:
-        read = _read_config(location)
-        if read is None or isinstance(read, FilePlan):
-            if read is not None:
-                files.append(read)
-            continue
-        path, data, text = read
-        doc = _open(location, path, data, text)
-        if isinstance(doc, FilePlan):
-            files.append(doc)
-            continue
+    for location, path, data, doc in _documents(searched, files):
         file_lock = project_lock_arg(location, lock) if location.project and lock else None
         file_launcher = PROJECT_LAUNCHER if location.project else launcher
         plans: list[EntryPlan] = []
@@ -415,8 +424,7 @@ def plan_wrap(
                 tuple(plans),
                 data,
                 after,
-                None,
-                tuple(journal_add),
+                journal_add=tuple(journal_add),
                 remote_add=tuple(remote_add),
             )
         )
@@ -514,17 +522,7 @@ def plan_unwrap(
     remote_notes = remotes if remotes is not None else WrapJournal().load_remotes()
     files: list[FilePlan] = []
     searched = tuple(locations)
-    for location in searched:
-        read = _read_config(location)
-        if read is None or isinstance(read, FilePlan):
-            if read is not None:
-                files.append(read)
-            continue
-        path, data, text = read
-        doc = _open(location, path, data, text)
-        if isinstance(doc, FilePlan):
-            files.append(doc)
-            continue
+    for location, path, data, doc in _documents(searched, files):
         plans: list[EntryPlan] = []
         removed: list[str] = []
         remote_removed: list[str] = []
@@ -563,9 +561,7 @@ def plan_unwrap(
                 tuple(plans),
                 data,
                 after,
-                None,
-                (),
-                tuple(removed),
+                journal_remove=tuple(removed),
                 remote_remove=tuple(remote_removed),
             )
         )

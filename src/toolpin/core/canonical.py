@@ -100,6 +100,15 @@ def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+def unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An ``object_pairs_hook`` for :func:`json.loads` that refuses a repeated member name
+    (``ValueError``), for parsers that keep Python's numbers (:func:`parse_json` has its own)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("a repeated member name")
+    return obj
+
+
 def sorted_members(value: JSONValue) -> JSONValue:
     """A copy of ``value`` with every object's members in RFC 8785 order (UTF-16 code
     units), for output people read (lockfiles); hashing never needs it."""

@@ -135,32 +135,29 @@ class IdentityReport:
         """An identity was pinned and the listing has none (information)."""
         return self.pinned is not None and self.current is None
 
+    def _both(self) -> tuple[Identity, Identity] | None:
+        """The pinned and current identity, when there are both."""
+        if self.pinned is None or self.current is None:
+            return None
+        return self.pinned, self.current
+
     @property
     def name_changed(self) -> bool:
         """A different ``serverInfo.name`` behind the same pin: drift."""
-        return (
-            self.pinned is not None
-            and self.current is not None
-            and self.pinned.name != self.current.name
-        )
+        both = self._both()
+        return both is not None and both[0].name != both[1].name
 
     @property
     def version_changed(self) -> bool:
         """A new server version (information)."""
-        return (
-            self.pinned is not None
-            and self.current is not None
-            and self.pinned.version != self.current.version
-        )
+        both = self._both()
+        return both is not None and both[0].version != both[1].version
 
     @property
     def protocol_changed(self) -> bool:
         """A different (or added, or dropped) protocol version (information)."""
-        return (
-            self.pinned is not None
-            and self.current is not None
-            and self.pinned.protocol_version != self.current.protocol_version
-        )
+        both = self._both()
+        return both is not None and both[0].protocol_version != both[1].protocol_version
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import Final, Literal, TypeGuard
+from typing import Any, Final, Literal, TypeGuard
 from urllib.parse import unquote
 
 import orjson as _orjson
@@ -719,12 +719,24 @@ class _Walker:
 # Keyword handlers: (walker, keyword, old value, new value, site); values may be _MISSING.
 
 
-def _properties(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
+def _objects(
+    w: _Walker, kw: str, o: object, n: object, site: _Site
+) -> tuple[dict[Any, Any], dict[Any, Any]] | None:
+    """Both sides of a keyword whose value is an object (an absent one is empty); ``None``
+    when either side is something else, which is recorded as a plain change."""
     old = _EMPTY if o is _MISSING else o
     new = _EMPTY if n is _MISSING else n
     if not isinstance(old, dict) or not isinstance(new, dict):
         w.changed(kw, site)
+        return None
+    return old, new
+
+
+def _properties(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
+    sides = _objects(w, kw, o, n, site)
+    if sides is None:
         return
+    old, new = sides
     required = set(_string_members(site.new.get("required")))
     # A new required output member widens the output only if the pin closed the object.
     required_effect = (
@@ -1143,11 +1155,10 @@ def _name_lists(w: _Walker, base: str, o: object, n: object, path: _Path, pol: i
 
 def _schema_map(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
     """Name -> subschema maps: patternProperties, $defs, definitions, dependentSchemas, ..."""
-    old = _EMPTY if o is _MISSING else o
-    new = _EMPTY if n is _MISSING else n
-    if not isinstance(old, dict) or not isinstance(new, dict):
-        w.changed(kw, site)
+    sides = _objects(w, kw, o, n, site)
+    if sides is None:
         return
+    old, new = sides
     singular, pol = _MAP_SINGULAR[kw], site.polarity
 
     def effect(added: bool, value: object) -> str:
@@ -1167,26 +1178,12 @@ def _schema_map(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
             return "schema-definition-added" if added else "schema-definition-removed"
         return _effect_cls(eff)
 
-    for name in sorted(new.keys() - old.keys(), key=_key_text):
-        eff = effect(True, new[name])
-        w.emit(
-            f"{singular}_added",
-            (*site.path, kw, _key_text(name)),
-            eff,
-            pol,
-            _short(_key_text(name)),
-            cls(True, eff),
-        )
-    for name in sorted(old.keys() - new.keys(), key=_key_text):
-        eff = effect(False, old[name])
-        w.emit(
-            f"{singular}_removed",
-            (*site.path, kw, _key_text(name)),
-            eff,
-            pol,
-            _short(_key_text(name)),
-            cls(False, eff),
-        )
+    for added, side, other in ((True, new, old), (False, old, new)):
+        event = f"{singular}_added" if added else f"{singular}_removed"
+        for name in sorted(side.keys() - other.keys(), key=_key_text):
+            eff = effect(added, side[name])
+            text = _key_text(name)
+            w.emit(event, (*site.path, kw, text), eff, pol, _short(text), cls(added, eff))
     for name in sorted(old.keys() & new.keys(), key=_key_text):
         a, b = old[name], new[name]
         path = (*site.path, kw, _key_text(name))
@@ -1199,20 +1196,19 @@ def _schema_map(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
 
 
 def _dependent_required(w: _Walker, kw: str, o: object, n: object, site: _Site) -> None:
-    old = _EMPTY if o is _MISSING else o
-    new = _EMPTY if n is _MISSING else n
-    if not isinstance(old, dict) or not isinstance(new, dict):
-        w.changed(kw, site)
+    sides = _objects(w, kw, o, n, site)
+    if sides is None:
         return
+    old, new = sides
     pol = site.polarity
-    for name in sorted(new.keys() - old.keys(), key=_key_text):
-        eff = _NEUTRAL if new[name] == [] else _TIGHTEN
-        w.emit(f"{kw}_added", (*site.path, kw, _key_text(name)), eff, pol, _short(_key_text(name)))
-    for name in sorted(old.keys() - new.keys(), key=_key_text):
-        eff = _NEUTRAL if old[name] == [] else _RELAX
-        w.emit(
-            f"{kw}_removed", (*site.path, kw, _key_text(name)), eff, pol, _short(_key_text(name))
-        )
+    for event, side, other, moved in (
+        (f"{kw}_added", new, old, _TIGHTEN),
+        (f"{kw}_removed", old, new, _RELAX),
+    ):
+        for name in sorted(side.keys() - other.keys(), key=_key_text):
+            eff = _NEUTRAL if side[name] == [] else moved
+            text = _key_text(name)
+            w.emit(event, (*site.path, kw, text), eff, pol, _short(text))
     for name in sorted(old.keys() & new.keys(), key=_key_text):
         if not w.same(old[name], new[name]):
             _name_lists(w, kw, old[name], new[name], (*site.path, kw, _key_text(name)), pol)

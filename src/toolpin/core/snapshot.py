@@ -21,7 +21,7 @@ import enum
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from toolpin.core.acyclic import collector_paused
 from toolpin.core.canonical import (
@@ -54,60 +54,51 @@ class Kind(enum.Enum):
     @property
     def key_member(self) -> str:
         """The member that names a definition of this kind."""
-        return _KEY_MEMBER[self]
+        return _NAMES[self].key_member
 
     @property
     def list_member(self) -> str:
         """The array member of the ``*/list`` result (``tools``, ``resourceTemplates``...)."""
-        return _LIST_MEMBER[self]
+        return _NAMES[self].list_member
 
     @property
     def field(self) -> str:
         """The :class:`Snapshot` field, also used as a snake_case JSON key
         (``tools``, ``prompts``, ``resources``, ``resource_templates``)."""
-        return _FIELD[self]
+        return _NAMES[self].field
 
     @property
     def method(self) -> str:
         """The MCP method that lists this kind."""
-        return _METHOD[self]
+        return _NAMES[self].method
 
     @property
     def plural(self) -> str:
         """Human plural: "tools", "prompts", "resources", "resource templates"."""
-        return _PLURAL[self]
+        return _NAMES[self].plural
 
 
-_KEY_MEMBER: Final = {
-    Kind.TOOL: "name",
-    Kind.PROMPT: "name",
-    Kind.RESOURCE: "uri",
-    Kind.TEMPLATE: "uriTemplate",
+class _Names(NamedTuple):
+    key_member: str
+    list_member: str
+    field: str
+    method: str
+    plural: str
+
+
+_NAMES: Final = {
+    Kind.TOOL: _Names("name", "tools", "tools", "tools/list", "tools"),
+    Kind.PROMPT: _Names("name", "prompts", "prompts", "prompts/list", "prompts"),
+    Kind.RESOURCE: _Names("uri", "resources", "resources", "resources/list", "resources"),
+    Kind.TEMPLATE: _Names(
+        "uriTemplate",
+        "resourceTemplates",
+        "resource_templates",
+        "resources/templates/list",
+        "resource templates",
+    ),
 }
-_LIST_MEMBER: Final = {
-    Kind.TOOL: "tools",
-    Kind.PROMPT: "prompts",
-    Kind.RESOURCE: "resources",
-    Kind.TEMPLATE: "resourceTemplates",
-}
-_FIELD: Final = {
-    Kind.TOOL: "tools",
-    Kind.PROMPT: "prompts",
-    Kind.RESOURCE: "resources",
-    Kind.TEMPLATE: "resource_templates",
-}
-_METHOD: Final = {
-    Kind.TOOL: "tools/list",
-    Kind.PROMPT: "prompts/list",
-    Kind.RESOURCE: "resources/list",
-    Kind.TEMPLATE: "resources/templates/list",
-}
-_PLURAL: Final = {
-    Kind.TOOL: "tools",
-    Kind.PROMPT: "prompts",
-    Kind.RESOURCE: "resources",
-    Kind.TEMPLATE: "resource templates",
-}
+"""Each kind's names, in the order of :class:`_Names`."""
 KINDS: Final = (Kind.TOOL, Kind.PROMPT, Kind.RESOURCE, Kind.TEMPLATE)
 
 SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"

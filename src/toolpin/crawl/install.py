@@ -116,6 +116,16 @@ def _read_json(path: Path) -> Any:
         return None
 
 
+def _install_spec(coords: PackageCoords, name: re.Pattern[str], what: str, sep: str) -> str:
+    """What the installer is asked for (``name``, or ``name`` ``sep`` ``version``), once
+    the name matches ``name`` and the version is plain (``what`` names the ecosystem)."""
+    if not name.fullmatch(coords.name):
+        raise PackageError(f"the {what} package name is not a valid name")
+    if coords.version is not None and not _VERSION.fullmatch(coords.version):
+        raise PackageError(f"the {what} package version is not a plain version")
+    return f"{coords.name}{sep}{coords.version}" if coords.version else coords.name
+
+
 def install_npm(
     coords: PackageCoords,
     scratch: Path,
@@ -127,13 +137,9 @@ def install_npm(
     caches: SharedCaches | None = None,
 ) -> Installed:
     """Install an npm package; see the module doc."""
-    if not _NPM_NAME.fullmatch(coords.name):
-        raise PackageError("the npm package name is not a valid name")
-    if coords.version is not None and not _VERSION.fullmatch(coords.version):
-        raise PackageError("the npm package version is not a plain version")
+    spec = _install_spec(coords, _NPM_NAME, "npm", "@")
     prefix = scratch / "pkg"
     prefix.mkdir(parents=True, exist_ok=True)
-    spec = f"{coords.name}@{coords.version}" if coords.version else coords.name
     cmd = [
         "npm",
         "install",
@@ -205,13 +211,9 @@ def install_pypi(
     index: str | None = None,
 ) -> Installed:
     """Install a PyPI package (wheels only); see the module doc."""
-    if not _PYPI_NAME.fullmatch(coords.name):
-        raise PackageError("the PyPI package name is not a valid name")
-    if coords.version is not None and not _VERSION.fullmatch(coords.version):
-        raise PackageError("the PyPI package version is not a plain version")
+    spec = _install_spec(coords, _PYPI_NAME, "PyPI", "==")
     target = scratch / "site"
     report = scratch / "pip-report.json"
-    spec = f"{coords.name}=={coords.version}" if coords.version else coords.name
     cmd = [
         sys.executable,
         "-m",

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from toolpin.crawl.candidates import (
     MAX_NAME_CHARS,
@@ -44,9 +44,7 @@ from toolpin.crawl.candidates import (
 )
 from toolpin.errors import ConfigError, InputError, ToolpinError
 from toolpin.probe.http import USER_AGENT
-
-if TYPE_CHECKING:
-    import httpx2
+from toolpin.util.net import read_capped
 
 ENV_REGISTRY: Final = "TOOLPIN_REGISTRY_URL"
 ENV_NPM: Final = "TOOLPIN_NPM_REGISTRY"
@@ -132,7 +130,11 @@ class _Fetcher:
             ) as response:
                 if response.status_code != 200:
                     raise SourceError(f"{what} answered HTTP {response.status_code}")
-                body = _read_capped(response, what)
+                body = read_capped(
+                    response.iter_bytes(),
+                    MAX_ANSWER_BYTES,
+                    lambda: SourceError(f"{what} answered more than {MAX_ANSWER_BYTES >> 20} MiB"),
+                )
         except httpx2.TimeoutException:
             raise SourceError(f"{what} did not answer in time") from None
         except httpx2.HTTPError as exc:
@@ -144,17 +146,6 @@ class _Fetcher:
         if not isinstance(data, dict):
             raise SourceError(f"{what} answered something that is not a JSON object")
         return data
-
-
-def _read_capped(response: httpx2.Response, what: str) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    for chunk in response.iter_bytes():
-        size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
-            raise SourceError(f"{what} answered more than {MAX_ANSWER_BYTES >> 20} MiB")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _text(value: Any, limit: int = MAX_TEXT_CHARS) -> str | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urljoin
 
+from toolpin.core.canonical import unique_members
 from toolpin.errors import InputError, LockfileError, PackageError
 from toolpin.packages.spec import (
     NPM_EXACT,
@@ -34,6 +35,7 @@ from toolpin.packages.spec import (
     _quote,
     check_plain_version,
 )
+from toolpin.util.net import read_capped
 
 if TYPE_CHECKING:
     import httpx2
@@ -348,7 +350,7 @@ def _get(
             if settings.token and urljoin(url, "/") != urljoin(str(response.url), "/"):
                 raise PackageError(f"{where} redirected to another host for {ref.label()}")
             kind = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-            return _read_capped(response), kind
+            return read_capped(response.iter_bytes(), MAX_ANSWER_BYTES, _too_large), kind
     except httpx2.TimeoutException:
         raise PackageError(
             f"{where} did not answer within {timeout:g}s for {ref.label()}"
@@ -370,10 +372,16 @@ def _network_advice(exc: Exception) -> str | None:
     return None
 
 
+def _too_large() -> PackageError:
+    return PackageError(
+        f"the registry answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB"
+    )
+
+
 def _json_object(body: bytes, ref: PackageRef) -> dict[str, Any]:
     where = "the npm registry" if ref.ecosystem == "npm" else "the package index"
     try:
-        data = json.loads(body, object_pairs_hook=_no_repeats)
+        data = json.loads(body, object_pairs_hook=unique_members)
     except (ValueError, UnicodeDecodeError):
         raise PackageError(
             f"{where} answered something that is not JSON for {ref.label()}"
@@ -381,25 +389,3 @@ def _json_object(body: bytes, ref: PackageRef) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise PackageError(f"{where} answered something that is not an object for {ref.label()}")
     return data
-
-
-def _read_capped(response: httpx2.Response) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    for chunk in response.iter_bytes():
-        size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
-            raise PackageError(
-                f"the registry answer is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB"
-            )
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError("repeated member name")
-        out[key] = value
-    return out

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.utils import (
@@ -24,6 +23,8 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 from packaging.version import Version
+
+from toolpin.core.canonical import unique_members
 
 MAX_FILES = 100_000
 
@@ -53,19 +54,10 @@ def file_version(filename: str, project: str) -> Version | None:
     return version
 
 
-def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError("a repeated member name")
-        out[key] = value
-    return out
-
-
 def parse_simple_json(body: bytes, project: str) -> list[SimpleFile]:
     """The files of a PEP 691 project page."""
     try:
-        doc = json.loads(body, object_pairs_hook=_no_repeats)
+        doc = json.loads(body, object_pairs_hook=unique_members)
     except UnicodeDecodeError:
         raise ValueError("not UTF-8") from None
     except json.JSONDecodeError:

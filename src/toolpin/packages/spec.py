@@ -26,7 +26,7 @@ server.js``, ``npx ./dir``) is no package at all: :func:`detect_package` returns
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -370,19 +370,32 @@ def _quote(text: str) -> str:
     return repr(text[:120])
 
 
+def _package_arg(
+    argv: Sequence[str],
+    flags: Mapping[str, tuple[int, str]],
+    spec_flags: Sequence[str],
+    positional: int | None,
+) -> tuple[int, str] | None:
+    """Where the runner's package is named and how: the value of the first of
+    ``spec_flags`` given, else the positional argument; ``None`` when there is none or it
+    is a local path (nothing to resolve)."""
+    given = next((flags[f] for f in spec_flags if f in flags), None)
+    if given is None:
+        if positional is None:
+            return None
+        given = positional, argv[positional]
+    return None if _looks_local(given[1]) else given
+
+
 def _detect_npm(argv: Sequence[str], start: int, runner: str) -> PackageRef | None:
     flags, positional = _scan_flags(
         argv, start, _NPM_VALUE_FLAGS, ("--package", "-p", "--registry")
     )
     registry = flags["--registry"][1] if "--registry" in flags else None
-    if "--package" in flags or "-p" in flags:
-        index, spec = flags.get("--package") or flags["-p"]
-    elif positional is not None:
-        index, spec = positional, argv[positional]
-    else:
+    found = _package_arg(argv, flags, ("--package", "-p"), positional)
+    if found is None:
         return None
-    if _looks_local(spec):
-        return None
+    index, spec = found
     name, requested = _split_npm(spec, runner)
     if requested.startswith("v") and NPM_EXACT.match(requested[1:]):
         exact: str | None = requested[1:]
@@ -416,14 +429,10 @@ def _detect_pypi(
     registry = next((flags[f][1] for f in _INDEX_FLAGS if f in flags), None)
     if registry is not None and "=" in registry.split("://", 1)[0]:
         registry = registry.split("=", 1)[1]  # uv's named index: --index name=URL
-    if spec_flag in flags:
-        index, spec = flags[spec_flag]
-    elif positional is not None:
-        index, spec = positional, argv[positional]
-    else:
+    found = _package_arg(argv, flags, (spec_flag,), positional)
+    if found is None:
         return None
-    if _looks_local(spec):
-        return None
+    index, spec = found
     match = _PYPI_REQ.match(spec)
     if match is None:
         raise _refuse(spec, runner)

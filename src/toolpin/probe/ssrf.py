@@ -97,18 +97,9 @@ def address_class(address: IPAddress) -> str | None:
         if inner is not None:
             reason = address_class(inner)
             return f"IPv4-embedded {reason}" if reason else None
-        if address.is_unspecified:
-            return "unspecified"
-        if address.is_loopback:
-            return "loopback"
-        if address.is_link_local:
-            return "link-local"
-        if address.is_multicast:
-            return "multicast"
-        if address in ipaddress.ip_network("fc00::/7"):
-            return "unique-local"
-        return None if address.is_global else "reserved"
-    if address in _THIS_NETWORK or address.is_unspecified:
+    if address.is_unspecified or (
+        isinstance(address, ipaddress.IPv4Address) and address in _THIS_NETWORK
+    ):
         return "unspecified"
     if address.is_loopback:
         return "loopback"
@@ -116,9 +107,12 @@ def address_class(address: IPAddress) -> str | None:
         return "link-local"
     if address.is_multicast:
         return "multicast"
-    if address in _CGNAT:
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in ipaddress.ip_network("fc00::/7"):
+            return "unique-local"
+    elif address in _CGNAT:
         return "CGNAT"
-    if address.is_private:
+    elif address.is_private:
         return "private" if _rfc1918(address) else "reserved"
     return None if address.is_global else "reserved"
 

@@ -37,6 +37,17 @@ def _blank(line: bytes) -> bool:
     return len(line) <= 2 and not line.strip()
 
 
+def watch_deadlines(session: Session, stop: threading.Event) -> None:
+    """Tell ``session`` of its deadlines every 50 ms until the verdict (release or block),
+    or until ``stop`` is set. Deadlines exist only until the verdict."""
+    while not stop.is_set():
+        time.sleep(0.05)
+        if session.deadline is not None:
+            session.on_deadline()
+        if session.settled():
+            return
+
+
 def pump(
     read: Callable[[], bytes],
     on_line: Callable[[bytes], None],
@@ -268,14 +279,7 @@ class Relay:
         self.channel.interrupt(signum)
 
     def _watchdog(self) -> None:
-        # Deadlines exist only until the verdict: the thread ends at release or block.
-        session = self.session
-        while not self.exiting.is_set():
-            time.sleep(0.05)
-            if session.deadline is not None:
-                session.on_deadline()
-            if session.settled():
-                return
+        watch_deadlines(self.session, self.exiting)
 
     def _pump_server(self) -> None:
         session = self.session

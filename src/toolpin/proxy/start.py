@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from toolpin.pins.source import PinSource
+    from toolpin.proxy.session import ProxyOptions
+
 
 def run_proxy(
     argv: Sequence[str],
@@ -68,8 +71,6 @@ def run_proxy(
     from toolpin.pins.store import Command, PinStore, StorePinSource
     from toolpin.proxy.channel import SubprocessChannel
     from toolpin.proxy.relay import run
-    from toolpin.proxy.session import ProxyOptions
-    from toolpin.util.console import wants_color
 
     try:
         command = Command(command_id, default_label(argv)) if named else None
@@ -90,12 +91,11 @@ def run_proxy(
                 "Check the store directory; the pins were not changed."
             )
         return _store_refusal(label, sid, why)
-    options = ProxyOptions(
-        label=label,
-        server_id=sid,
-        source=source,
+    options = session_options(
+        label,
+        sid,
+        source,
         timeout=timeout,
-        color=wants_color(sys.stderr),
         quiet=quiet,
         command_change=(
             None
@@ -224,22 +224,38 @@ def _run_locked(locked: Any, *, label: str, timeout: float, quiet: bool) -> int:
     from toolpin.core.render import visible
     from toolpin.proxy.channel import SubprocessChannel
     from toolpin.proxy.relay import run
-    from toolpin.proxy.session import ProxyOptions
-    from toolpin.util.console import wants_color
 
     if not quiet:
         for note in locked.notes:
             sys.stderr.write(f"toolpin: {visible(note)}\n")
     proc = spawn_server(locked.argv, label)
-    options = ProxyOptions(
+    sid = locked.source.entry.server_id or server_id(locked.argv)
+    options = session_options(label, sid, locked.source, timeout=timeout, quiet=quiet)
+    return run(options, SubprocessChannel(proc))
+
+
+def session_options(
+    label: str,
+    sid: str,
+    source: PinSource,
+    *,
+    timeout: float,
+    quiet: bool,
+    command_change: str | None = None,
+) -> ProxyOptions:
+    """A proxy session's options, with colour when stderr (where it speaks) is a terminal."""
+    from toolpin.proxy.session import ProxyOptions
+    from toolpin.util.console import wants_color
+
+    return ProxyOptions(
         label=label,
-        server_id=locked.source.entry.server_id or server_id(locked.argv),
-        source=locked.source,
+        server_id=sid,
+        source=source,
         timeout=timeout,
         color=wants_color(sys.stderr),
         quiet=quiet,
+        command_change=command_change,
     )
-    return run(options, SubprocessChannel(proc))
 
 
 def _home() -> str:

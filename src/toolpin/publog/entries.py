@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import orjson
 import rfc8785
 
-from toolpin.core.canonical import canonical_parsed
+from toolpin.core.canonical import canonical_parsed, unique_members
 from toolpin.errors import JSONError, LogError
 
 MAX_ENTRY_BYTES = 0xFFFF
@@ -61,15 +61,6 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError("repeated member name")
-        result[key] = value
-    return result
-
-
 def _canonical_value(data: bytes) -> dict[str, Any] | None:
     """The entry's value when ``data`` is certainly a canonical JSON object, else ``None``.
 
@@ -102,7 +93,7 @@ def decode_entry(data: bytes, *, canonical: bool = True) -> dict[str, Any]:
             return fast
     try:
         text = data.decode("utf-8")
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        value = json.loads(text, object_pairs_hook=unique_members, parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError):
         raise EntryError("the entry is not strict UTF-8 JSON") from None
     if not isinstance(value, dict):

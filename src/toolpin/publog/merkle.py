@@ -215,6 +215,15 @@ def _hashes_ok(*hashes: bytes) -> bool:
     return all(len(h) == HASH_SIZE for h in hashes)
 
 
+def _climb(fn: int, sn: int) -> tuple[int, int]:
+    """RFC 9162's "until LSB(fn) is set or fn is equal to 0, right-shift fn and sn equally"
+    (a step of both proof verifications)."""
+    while not fn & 1 and fn != 0:
+        fn >>= 1
+        sn >>= 1
+    return fn, sn
+
+
 def root_from_inclusion(leaf: bytes, index: int, size: int, proof: Sequence[bytes]) -> bytes | None:
     """RFC 9162 §2.1.3.2 steps 1-4: the root an inclusion proof leads to, or ``None``.
 
@@ -230,10 +239,7 @@ def root_from_inclusion(leaf: bytes, index: int, size: int, proof: Sequence[byte
             return None  # more proof than tree
         if fn & 1 or fn == sn:
             result = node_hash(p, result)
-            if not fn & 1:
-                while not fn & 1 and fn != 0:
-                    fn >>= 1
-                    sn >>= 1
+            fn, sn = _climb(fn, sn)
         else:
             result = node_hash(result, p)
         fn >>= 1
@@ -285,10 +291,7 @@ def verify_consistency(
         if fn & 1 or fn == sn:
             fr = node_hash(c, fr)
             sr = node_hash(c, sr)
-            if not fn & 1:
-                while not fn & 1 and fn != 0:
-                    fn >>= 1
-                    sn >>= 1
+            fn, sn = _climb(fn, sn)
         else:
             sr = node_hash(sr, c)
         fn >>= 1

@@ -86,6 +86,30 @@ def _b64decode(text: str) -> bytes:
     return raw
 
 
+def _check_key(name: str, raw: bytes, what: str) -> None:
+    """A key's name is valid and its ``what`` (public key, seed) is 32 bytes."""
+    if not valid_key_name(name):
+        raise NoteError("a key name must be non-empty, without spaces or '+'")
+    if len(raw) != 32:
+        raise NoteError(f"an Ed25519 {what} is 32 bytes")
+
+
+def _key_fields(who: str, name: str, hex_id: str, key64: str) -> tuple[int, bytes]:
+    """A key text's id and 32 key bytes (after the type byte), checked as the text says
+    them; ``who`` ("verifier", "signer") names the key in the errors."""
+    if not valid_key_name(name):
+        raise NoteError(f"the {who} key's name is empty or has spaces or '+'")
+    if len(hex_id) != 8 or any(c not in "0123456789abcdef" for c in hex_id):
+        raise NoteError(f"the {who} key's id is not 8 lower-case hex digits")
+    try:
+        typed = _b64decode(key64)
+    except NoteError:
+        raise NoteError(f"the {who} key's key part is not valid base64") from None
+    if len(typed) != 33 or typed[0] != ALG_ED25519:
+        raise NoteError(f"the {who} key is not an Ed25519 (type 0x01) key")
+    return int(hex_id, 16), typed[1:]
+
+
 @dataclass(frozen=True)
 class Verifier:
     """An Ed25519 verifier key of a signed-note signer."""
@@ -102,26 +126,14 @@ class Verifier:
         if len(parts) != 3:
             raise NoteError("a verifier key has the form <name>+<key id>+<base64 key>")
         name, hex_id, key64 = parts
-        if not valid_key_name(name):
-            raise NoteError("the verifier key's name is empty or has spaces or '+'")
-        if len(hex_id) != 8 or any(c not in "0123456789abcdef" for c in hex_id):
-            raise NoteError("the verifier key's id is not 8 lower-case hex digits")
-        try:
-            typed = _b64decode(key64)
-        except NoteError:
-            raise NoteError("the verifier key's key part is not valid base64") from None
-        if len(typed) != 33 or typed[0] != ALG_ED25519:
-            raise NoteError("the verifier key is not an Ed25519 (type 0x01) key")
-        if key_id(name, typed) != int(hex_id, 16):
+        wanted_id, raw = _key_fields("verifier", name, hex_id, key64)
+        if key_id(name, bytes([ALG_ED25519]) + raw) != wanted_id:
             raise NoteError("the verifier key's id does not match its name and key")
-        return cls(name=name, key_id=int(hex_id, 16), public_key=typed[1:])
+        return cls(name=name, key_id=wanted_id, public_key=raw)
 
     @classmethod
     def from_public_key(cls, name: str, public_key: bytes) -> Verifier:
-        if not valid_key_name(name):
-            raise NoteError("a key name must be non-empty, without spaces or '+'")
-        if len(public_key) != 32:
-            raise NoteError("an Ed25519 public key is 32 bytes")
+        _check_key(name, public_key, "public key")
         return cls(
             name=name, key_id=key_id(name, bytes([ALG_ED25519]) + public_key), public_key=public_key
         )
@@ -154,10 +166,7 @@ class Signer:
 
     @classmethod
     def from_seed(cls, name: str, seed: bytes) -> Signer:
-        if not valid_key_name(name):
-            raise NoteError("a key name must be non-empty, without spaces or '+'")
-        if len(seed) != 32:
-            raise NoteError("an Ed25519 seed is 32 bytes")
+        _check_key(name, seed, "seed")
         public = _public_from_seed(seed)
         return cls(name=name, key_id=key_id(name, bytes([ALG_ED25519]) + public), seed=seed)
 
@@ -168,18 +177,9 @@ class Signer:
         if len(parts) != 5 or parts[0] != "PRIVATE" or parts[1] != "KEY":
             raise NoteError("not a signer key (expected PRIVATE+KEY+<name>+<key id>+<base64 seed>)")
         _, _, name, hex_id, key64 = parts
-        if not valid_key_name(name):
-            raise NoteError("the signer key's name is empty or has spaces or '+'")
-        if len(hex_id) != 8 or any(c not in "0123456789abcdef" for c in hex_id):
-            raise NoteError("the signer key's id is not 8 lower-case hex digits")
-        try:
-            typed = _b64decode(key64)
-        except NoteError:
-            raise NoteError("the signer key's key part is not valid base64") from None
-        if len(typed) != 33 or typed[0] != ALG_ED25519:
-            raise NoteError("the signer key is not an Ed25519 (type 0x01) key")
-        signer = cls.from_seed(name, typed[1:])
-        if signer.key_id != int(hex_id, 16):
+        wanted_id, raw = _key_fields("signer", name, hex_id, key64)
+        signer = cls.from_seed(name, raw)
+        if signer.key_id != wanted_id:
             raise NoteError("the signer key's id does not match its name and key")
         return signer
 

@@ -159,13 +159,9 @@ class Bridge:
             self.stream.put_nowait(None)
 
     def _watch(self) -> None:
-        session = self.session
-        while not self.ended.is_set():
-            time.sleep(0.05)
-            if session.deadline is not None:
-                session.on_deadline()
-            if session.settled():
-                return
+        from toolpin.proxy.relay import watch_deadlines
+
+        watch_deadlines(self.session, self.ended)
 
     # ---------------------------------------------------------------------- HTTP side
 

@@ -48,6 +48,7 @@ from toolpin.probe.ssrf import AddressPolicy, GuardError, address_class, check_u
 from toolpin.remote.target import RemoteTarget, is_loopback_host
 from toolpin.remote.wire import TransportFault, new_client
 from toolpin.util.fs import atomic_write, ensure_private_dir, toolpin_home
+from toolpin.util.net import read_capped
 
 BROWSER_TIMEOUT: Final = 300.0
 """Seconds the browser step may take (a person is logging in)."""
@@ -131,16 +132,21 @@ class FileTokenStorage:
         data.pop("client", None)
         self._write(data)
 
+    def _stored(self, member: str, model: Any) -> Any:
+        """The stored ``member`` as a ``model`` (a pydantic class), or ``None`` when it is
+        absent or not valid (the flow then starts again)."""
+        value = self._read().get(member)
+        if not isinstance(value, dict):
+            return None
+        try:
+            return model.model_validate(value)
+        except ValueError:
+            return None
+
     async def get_tokens(self) -> Any:
         from mcp.shared.auth import OAuthToken
 
-        tokens = self._read().get("tokens")
-        if not isinstance(tokens, dict):
-            return None
-        try:
-            return OAuthToken.model_validate(tokens)
-        except ValueError:
-            return None
+        return self._stored("tokens", OAuthToken)
 
     async def set_tokens(self, tokens: Any) -> None:
         data = self._read()
@@ -152,13 +158,7 @@ class FileTokenStorage:
     async def get_client_info(self) -> Any:
         from mcp.shared.auth import OAuthClientInformationFull
 
-        client = self._read().get("client")
-        if not isinstance(client, dict):
-            return None
-        try:
-            return OAuthClientInformationFull.model_validate(client)
-        except ValueError:
-            return None
+        return self._stored("client", OAuthClientInformationFull)
 
     async def set_client_info(self, client_info: Any) -> None:
         data = self._read()
@@ -384,13 +384,11 @@ class OAuthSession:
         try:
             response = self._client.send(request, stream=True)
             try:
-                parts: list[bytes] = []
-                size = 0
-                for chunk in response.iter_bytes():
-                    size += len(chunk)
-                    if size > MAX_FLOW_BODY:
-                        raise AuthError("an authorization answer is larger than 1 MiB")
-                    parts.append(chunk)
+                body = read_capped(
+                    response.iter_bytes(),
+                    MAX_FLOW_BODY,
+                    lambda: AuthError("an authorization answer is larger than 1 MiB"),
+                )
             finally:
                 response.close()
         except GuardError as exc:
@@ -399,9 +397,7 @@ class OAuthSession:
             raise AuthError(f"cannot reach {what} ({type(exc).__name__})") from None
         dropped = ("content-encoding", "content-length", "transfer-encoding")  # body is decoded
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in dropped]
-        return httpx2.Response(
-            response.status_code, headers=headers, content=b"".join(parts), request=request
-        )
+        return httpx2.Response(response.status_code, headers=headers, content=body, request=request)
 
 
 def stored_authorization(url: str) -> OAuthSession | None:

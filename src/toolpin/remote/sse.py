@@ -17,7 +17,7 @@ from typing import Any, Final
 import httpx2
 
 from toolpin.probe.ssrf import GuardError, check_url
-from toolpin.remote.streamable import Closed, Deliver, endpoint_policy
+from toolpin.remote.streamable import Closed, Deliver, FaultStop, endpoint_policy
 from toolpin.remote.target import RemoteTarget
 from toolpin.remote.wire import (
     SseDecoder,
@@ -30,7 +30,7 @@ from toolpin.remote.wire import (
 ENDPOINT_TIMEOUT: Final = 30.0
 
 
-class SseChannel:
+class SseChannel(FaultStop):
     """A remote MCP server reached over HTTP+SSE, seen as a line channel."""
 
     def __init__(self, target: RemoteTarget, *, log: Callable[[str], None], auth: Any = None):
@@ -78,15 +78,14 @@ class SseChannel:
             self._cond.notify()
             self._cond.wait_for(lambda: not self._queue or self.dead.is_set(), wait)
         self.dead.set()
-        self._close_stream()
+        self._close_streams()
 
     def terminate(self) -> None:
-        if self.dead.is_set():
+        if not self._first_stop():
             return
-        self.dead.set()
 
         def stop() -> None:
-            self._close_stream()
+            self._close_streams()
             self._closed(None)
 
         threading.Thread(target=stop, name="toolpin-sse-stop", daemon=True).start()
@@ -215,16 +214,7 @@ class SseChannel:
         if not 200 <= response.status_code < 300:
             raise TransportFault(f"the server refused a message (HTTP {response.status_code})")
 
-    def _fail(self, reason: str) -> None:
-        if self.dead.is_set():
-            return
-        self.fault = reason
-        self.dead.set()
-        self._log(f"toolpin: {self.target.label}: {reason}; the session is stopped.")
-        self._close_stream()
-        self._closed(reason)
-
-    def _close_stream(self) -> None:
+    def _close_streams(self) -> None:
         stream = self._stream
         if stream is not None:
             with contextlib.suppress(Exception):

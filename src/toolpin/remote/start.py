@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from toolpin.proxy.start import (
     only_locked_without_lock,
     precheck_pin,
     refuse,
+    session_options,
 )
 
 if TYPE_CHECKING:
@@ -60,8 +60,6 @@ def run_remote_proxy(
         )
     label = target.label
     sid = remote_server_id(target.url, target.name)
-    from toolpin.proxy.session import ProxyOptions
-    from toolpin.util.console import wants_color
 
     source: PinSource | None = None
     if lock is not None or only_locked:
@@ -86,14 +84,7 @@ def run_remote_proxy(
             from toolpin.proxy.start import _store_refusal
 
             return _store_refusal(label, sid, exc.diagnostics())
-    options = ProxyOptions(
-        label=label,
-        server_id=sid,
-        source=source,
-        timeout=timeout,
-        color=wants_color(sys.stderr),
-        quiet=quiet,
-    )
+    options = session_options(label, sid, source, timeout=timeout, quiet=quiet)
     from toolpin.remote.channel import run_remote
 
     return run_remote(target, options)
@@ -138,9 +129,7 @@ def gateway_options(
     from toolpin.errors import InputError
     from toolpin.pins.serverid import remote_server_id
     from toolpin.pins.store import PinStore, StorePinSource
-    from toolpin.proxy.session import ProxyOptions
     from toolpin.remote.target import make_target
-    from toolpin.util.console import wants_color
 
     target = make_target(url, name=name, headers=headers, transport=transport)
     sid = remote_server_id(target.url, target.name)
@@ -158,12 +147,5 @@ def gateway_options(
             )
     if source is None:
         source = StorePinSource(PinStore(Path(_home())), sid, target.label)
-    options = ProxyOptions(
-        label=target.label,
-        server_id=sid,
-        source=source,
-        timeout=timeout,
-        color=wants_color(sys.stderr),
-        quiet=quiet,
-    )
+    options = session_options(target.label, sid, source, timeout=timeout, quiet=quiet)
     return target, options

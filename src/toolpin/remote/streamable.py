@@ -55,6 +55,7 @@ from toolpin.remote.wire import (
     parse_message,
     same_origin,
 )
+from toolpin.util.net import read_capped
 
 MAX_CONCURRENT: Final = 64
 """Requests in flight at once (a client rarely has more than a few)."""
@@ -77,7 +78,37 @@ class _Fallback(Exception):
     """The server does not speak Streamable HTTP (404/405 to the first POST)."""
 
 
-class StreamableHttpChannel:
+class FaultStop:
+    """How an HTTP channel (either transport) stops on a fault: the first reason is kept
+    and said once on stderr, the streams are closed and the session is told."""
+
+    target: RemoteTarget
+    dead: threading.Event
+    fault: str | None
+    _log: Callable[[str], None]
+    _closed: Closed
+
+    def _close_streams(self) -> None:
+        raise NotImplementedError
+
+    def _first_stop(self) -> bool:
+        """Mark the channel dead; whether it was alive until now (stop only once)."""
+        if self.dead.is_set():
+            return False
+        self.dead.set()
+        return True
+
+    def _fail(self, reason: str) -> None:
+        if self.dead.is_set():
+            return
+        self.fault = reason
+        self.dead.set()
+        self._log(f"toolpin: {self.target.label}: {reason}; the session is stopped.")
+        self._close_streams()
+        self._closed(reason)
+
+
+class StreamableHttpChannel(FaultStop):
     """A remote MCP server reached over Streamable HTTP, seen as a line channel."""
 
     def __init__(
@@ -151,9 +182,8 @@ class StreamableHttpChannel:
 
     def terminate(self) -> None:
         """Stop now (a block): never waits; ``closed`` is called from another thread."""
-        if self.dead.is_set():
+        if not self._first_stop():
             return
-        self.dead.set()
         threading.Thread(
             target=signals_to_main(self._stop_now), name="toolpin-http-stop", daemon=True
         ).start()
@@ -559,15 +589,6 @@ class StreamableHttpChannel:
             self._dropped_note = True
             self._log("toolpin: dropped an event that is not one JSON-RPC message")
 
-    def _fail(self, reason: str) -> None:
-        if self.dead.is_set():
-            return
-        self.fault = reason
-        self.dead.set()
-        self._log(f"toolpin: {self.target.label}: {reason}; the session is stopped.")
-        self._close_streams()
-        self._closed(reason)
-
     def _close_streams(self) -> None:
         with self._lock:
             responses = list(self._responses)
@@ -597,11 +618,8 @@ def _content_type(response: httpx2.Response) -> str:
 
 
 def _read_capped(response: httpx2.Response) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    for chunk in response.iter_bytes():
-        size += len(chunk)
-        if size > MAX_MESSAGE:
-            raise TransportFault(f"an answer larger than {MAX_MESSAGE >> 20} MiB")
-        parts.append(chunk)
-    return b"".join(parts)
+    return read_capped(response.iter_bytes(), MAX_MESSAGE, _too_large)
+
+
+def _too_large() -> TransportFault:
+    return TransportFault(f"an answer larger than {MAX_MESSAGE >> 20} MiB")

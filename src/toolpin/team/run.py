@@ -163,6 +163,21 @@ def _by_name(servers: Mapping[str, object], name: str | None) -> str | None:
     return key if key is not None and key in servers else None
 
 
+def _lock_servers(path: Path, advice: str) -> Mapping[str, LockEntry]:
+    """The servers of the lock at ``path``; an unusable lock is a :class:`LockfileError`
+    that names the file and gives ``advice`` (how a relative ``--lock`` is found)."""
+    try:
+        return read_lock(path.absolute()).servers
+    except LockfileError as exc:
+        raise LockfileError(
+            f"cannot use the lockfile {path.absolute()}: {exc.message}", advice=advice
+        ) from None
+
+
+def _by_id(servers: Mapping[str, LockEntry], sid: str) -> str | None:
+    return next((n for n, e in servers.items() if e.server_id == sid), None)
+
+
 def prepare_locked_run(
     lock_file: str, argv: Sequence[str], *, name: str | None, label: str
 ) -> LockedRun | None:
@@ -172,18 +187,14 @@ def prepare_locked_run(
     the lock is unusable or the command runs another package or version than the lock.
     """
     path = find_lock(lock_file)
-    try:
-        servers = read_lock(path.absolute()).servers
-    except LockfileError as exc:
-        raise LockfileError(
-            f"cannot use the lockfile {path.absolute()}: {exc.message}",
-            advice="A relative --lock path is looked up from the folder the client starts "
-            "the server in, then its parent folders up to the project's root (.git).",
-        ) from None
+    servers = _lock_servers(
+        path,
+        "A relative --lock path is looked up from the folder the client starts "
+        "the server in, then its parent folders up to the project's root (.git).",
+    )
     entry_name = _by_name(servers, name)
     if entry_name is None:
-        sid = server_id(argv)
-        entry_name = next((n for n, e in servers.items() if e.server_id == sid), None)
+        entry_name = _by_id(servers, server_id(argv))
     if entry_name is None:
         return None
     entry = servers[entry_name]
@@ -235,18 +246,13 @@ def prepare_locked_remote(
     from toolpin.pins.serverid import remote_server_id
 
     path = Path(lock_file)
-    try:
-        servers = read_lock(path.absolute()).servers
-    except LockfileError as exc:
-        raise LockfileError(
-            f"cannot use the lockfile {path.absolute()}: {exc.message}",
-            advice="A relative --lock path is read from the directory the client starts "
-            "the server in.",
-        ) from None
+    servers = _lock_servers(
+        path, "A relative --lock path is read from the directory the client starts the server in."
+    )
     sid = remote_server_id(url, name)
     entry_name = _by_name(servers, name)
     if entry_name is None:
-        entry_name = next((n for n, e in servers.items() if e.server_id == sid), None)
+        entry_name = _by_id(servers, sid)
     if entry_name is None:
         return None
     entry = servers[entry_name]

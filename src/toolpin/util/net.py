@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 from toolpin.errors import InputError
@@ -45,6 +45,19 @@ def environment_proxies() -> dict[str, str | None]:
     from httpx2._utils import get_environment_proxies
 
     return get_environment_proxies()
+
+
+def read_capped(chunks: Iterable[bytes], cap: int, too_large: Callable[[], Exception]) -> bytes:
+    """The bytes of a streamed answer (``response.iter_bytes()``), joined; raises
+    ``too_large()`` as soon as they pass ``cap`` bytes, before the rest is read."""
+    parts: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > cap:
+            raise too_large()
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _system_context() -> ssl.SSLContext:
