@@ -879,6 +879,7 @@ class Session:
         return (
             hint.replace(" from the lock only where ", " from the pin only where ", 1)
             .replace(", locked with '", ", pinned with '", 1)
+            .replace(" so every machine starts it alike", " so it starts alike every time", 1)
             .replace(
                 "then lock again in a pull request; toolpin does not accept such a change "
                 "by itself",
