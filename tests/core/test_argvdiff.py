@@ -121,3 +121,16 @@ def test_json_keys_are_stable() -> None:
         "after": ["npx", "pkg@2"],
         "changes": [{"kind": "package", "before": ["pkg@1"], "after": ["pkg@2"], "package": "pkg"}],
     }
+
+
+def test_the_executable_after_env_and_its_assignments() -> None:
+    old = ["env", "TZ=‹redacted:00000000›", "-u", "X", "/a/bin/uvx", "srv==1"]
+    new = ["env", "TZ=‹redacted:00000000›", "-u", "X", "/b/bin/uvx", "srv==2"]
+    diff = argv_diff(old, new)
+    assert diff.kinds == ["executable", "package"]
+    assert diff.changes[0].text() == "executable path: /a/bin/uvx -> /b/bin/uvx"
+    moved_and_added = argv_diff(["env", "A=1", "/a/py"], ["env", "A=1", "/b/py", "--x"])
+    assert [c.text() for c in moved_and_added.changes] == [
+        "executable path: /a/py -> /b/py",
+        "arguments: added --x",
+    ]

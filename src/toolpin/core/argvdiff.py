@@ -3,7 +3,8 @@
 The words are the argv's own items, compared with :func:`toolpin.core.seqdiff.opcodes`
 (difflib's answer). Each changed stretch is classified:
 
-- ``executable``: the program itself (``argv[0]``: a moved venv, another ``npx``);
+- ``executable``: the program itself (``argv[0]``, or the first word after ``env`` and
+  its assignments: a moved venv, another ``npx``);
 - ``package``: the same package at another version (``pkg@1.2.3``, ``@scope/pkg@1.2.3``,
   ``pkg==1.2.3``);
 - ``secret``: an argument that differs only in a redacted value (:mod:`toolpin.core.redact`);
@@ -30,6 +31,7 @@ __all__ = [
     "argv_diff",
     "argv_text",
     "diff_lines",
+    "executable_index",
     "package_spec",
     "quote",
     "word_diff",
@@ -158,24 +160,49 @@ def _pair_kind(before: str, after: str) -> tuple[Kind, str | None]:
     return "arguments", None
 
 
+_ENV_TAKES_A_VALUE: Final = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
+
+
+def executable_index(argv: Sequence[str]) -> int:
+    """Where the program that runs stands in ``argv``: 0, or after ``env`` and its
+    options and ``NAME=value`` assignments (``env TZ=UTC /venv/bin/python ...``)."""
+    if not argv or argv[0].replace("\\", "/").rsplit("/", 1)[-1] not in ("env", "env.exe"):
+        return 0
+    index = 1
+    while index < len(argv) and (argv[index].startswith("-") or "=" in argv[index]):
+        index += 2 if argv[index] in _ENV_TAKES_A_VALUE else 1
+    return index if index < len(argv) else 0
+
+
 def _classify(old: Sequence[str], new: Sequence[str]) -> list[ArgvChange]:
     changes: list[ArgvChange] = []
+    exe_old, exe_new = executable_index(old), executable_index(new)
+
+    def add(
+        kind: Kind, before: tuple[str, ...], after: tuple[str, ...], package: str | None
+    ) -> None:
+        if kind == "arguments" and changes and changes[-1].kind == "arguments":
+            last = changes.pop()  # neighbouring argument changes read as one
+            before, after = (*last.before, *before), (*last.after, *after)
+        changes.append(ArgvChange(kind, before, after, package))
+
     for tag, i1, i2, j1, j2 in opcodes(list(old), list(new)):
         if tag == "equal":
             continue
-        before, after = list(old[i1:i2]), list(new[j1:j2])
-        if i1 == 0 and j1 == 0 and before and after:
-            changes.append(ArgvChange("executable", (before.pop(0),), (after.pop(0),)))
-        if tag == "replace" and len(before) == len(after):
-            for b, a in zip(before, after, strict=True):
-                kind, package = _pair_kind(b, a)
-                if changes and kind == "arguments" and changes[-1].kind == "arguments":
-                    last = changes.pop()
-                    changes.append(ArgvChange("arguments", (*last.before, b), (*last.after, a)))
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            for offset in range(i2 - i1):
+                b, a = old[i1 + offset], new[j1 + offset]
+                if i1 + offset == exe_old and j1 + offset == exe_new:
+                    add("executable", (b,), (a,), None)
                 else:
-                    changes.append(ArgvChange(kind, (b,), (a,), package))
-        elif before or after:
-            changes.append(ArgvChange("arguments", tuple(before), tuple(after)))
+                    kind, package = _pair_kind(b, a)
+                    add(kind, (b,), (a,), package)
+            continue
+        before, after = list(old[i1:i2]), list(new[j1:j2])
+        if i1 == exe_old and j1 == exe_new and before and after:
+            add("executable", (before.pop(0),), (after.pop(0),), None)
+        if before or after:
+            add("arguments", tuple(before), tuple(after), None)
     return changes
 
 
