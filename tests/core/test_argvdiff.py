@@ -66,7 +66,7 @@ def test_a_changed_secret_is_shown_as_changed_never_in_clear() -> None:
     diff = argv_diff(old, new)
     assert [c.kind for c in diff.changes] == ["secret"]
     text = "\n".join(diff_lines(diff))
-    assert "secret changed: --token=‹redacted:" in text
+    assert "secret changed: the value of --token (neither value is shown)" in text
     assert "first-value" not in text and "second-value" not in text
 
 
@@ -134,3 +134,19 @@ def test_the_executable_after_env_and_its_assignments() -> None:
         "executable path: /a/py -> /b/py",
         "arguments: added --x",
     ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "text"),
+    [
+        (["node", "--api-key", "k1"], ["node", "--api-key", "k2"], "the value after --api-key"),
+        (["env", "TOKEN=a", "node"], ["env", "TOKEN=b", "node"], "the value of TOKEN"),
+        (["n", "Authorization: Bearer a"], ["n", "Authorization: Bearer b"],
+         "the value of Authorization"),
+        (["n", "https://u:a@h/"], ["n", "https://u:b@h/"], "a value in https://‹redacted:"),
+    ],
+)  # fmt: skip
+def test_a_changed_secret_says_where_it_is(old: list[str], new: list[str], text: str) -> None:
+    [change] = argv_diff(redact_argv(old), redact_argv(new)).changes
+    assert change.kind == "secret"
+    assert change.text().startswith(f"secret changed: {text}")

@@ -80,6 +80,8 @@ class ArgvChange:
     after: tuple[str, ...]
     package: str | None = None
     """The package name, for ``package``."""
+    context: str | None = None
+    """The word before, for ``secret`` (``--api-key``); not part of the JSON."""
 
     def text(self) -> str:
         """``package version: srv 1.0 -> 1.1`` and the like (terminal-safe)."""
@@ -90,12 +92,24 @@ class ArgvChange:
             if old is not None and new is not None:
                 return f"{label}: {quote(self.package)} {quote(old[1])} -> {quote(new[1])}"
         if self.kind == "secret":
-            return f"{label}: {argv_text(self.after)} (values not shown)"
+            return f"{label}: {self._secret_place()} (neither value is shown)"
         if not self.before:
             return f"{label}: added {argv_text(self.after)}"
         if not self.after:
             return f"{label}: removed {argv_text(self.before)}"
         return f"{label}: {argv_text(self.before)} -> {argv_text(self.after)}"
+
+    def _secret_place(self) -> str:
+        word = self.after[0] if self.after else ""
+        start = word.find(MARKER_PREFIX)
+        head = word[:start].rstrip()
+        if head.endswith(("=", ":")):
+            return f"the value of {quote(head[:-1])}"
+        if head:
+            return f"a value in {quote(word)}"
+        if self.context is not None:
+            return f"the value after {quote(self.context)}"
+        return "a redacted argument"
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -196,7 +210,11 @@ def _classify(old: Sequence[str], new: Sequence[str]) -> list[ArgvChange]:
                     add("executable", (b,), (a,), None)
                 else:
                     kind, package = _pair_kind(b, a)
-                    add(kind, (b,), (a,), package)
+                    if kind == "secret":
+                        before_word = new[j1 + offset - 1] if j1 + offset > 0 else None
+                        changes.append(ArgvChange(kind, (b,), (a,), None, before_word))
+                    else:
+                        add(kind, (b,), (a,), package)
             continue
         before, after = list(old[i1:i2]), list(new[j1:j2])
         if i1 == exe_old and j1 == exe_new and before and after:
