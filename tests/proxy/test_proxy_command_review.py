@@ -69,6 +69,9 @@ def test_a_moved_venv_and_a_new_version_are_shown_and_the_key_never(
     assert show.returncode == 0, show.stderr
     assert "package version: mcp-srv 1.0.0 -> 1.1.0" in show.stdout
     assert f"command: {before[0]} " in show.stdout
+    as_json = json.loads(run_cli(toolpin_home, "show", sid, "--json").stdout)
+    assert as_json["command"]["argv"][0] == before[0]
+    assert as_json["pending"]["command"] == data["command"]  # the -31042 data's own form
     for text in (review.stdout, review.stderr, show.stdout):
         assert SECRET not in text
 

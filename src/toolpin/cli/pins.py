@@ -41,6 +41,11 @@ def _record_json(record: PinRecord, *, full: bool) -> dict[str, Any]:
             "digest": record.pending.digest,
             "mid_session": record.pending.mid_session,
         }
+        if record.pending.command is not None:
+            from toolpin.pins.store import command_diff
+
+            diff = command_diff(record.command, record.pending.command)
+            out["pending"]["command"] = diff.to_json()
     if full:
         for listing in snap.listings():
             out[listing.kind.list_member] = {
