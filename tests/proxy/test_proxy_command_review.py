@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.proxy.harness import Proxy, Scripted, run_cli, tool
 from toolpin.lockfile.native import dumps_with_digest
+from toolpin.pins.serverid import server_id
 
 TOOLS = [tool("read", "Read a file.")]
 SECRET = "sk-live-4f9Qz7TmB2xK8wLp3NvR"
@@ -71,6 +72,8 @@ def test_a_moved_venv_and_a_new_version_are_shown_and_the_key_never(
     assert f"command: {before[0]} " in show.stdout
     as_json = json.loads(run_cli(toolpin_home, "show", sid, "--json").stdout)
     assert as_json["command"]["argv"][0] == before[0]
+    assert as_json["command"]["id"] == server_id(before)  # the hash of the real argv, as before
+    assert set(data) == {"reason", "server", "review", "changes", "command"}
     assert as_json["pending"]["command"] == data["command"]  # the -31042 data's own form
     for text in (review.stdout, review.stderr, show.stdout):
         assert SECRET not in text
