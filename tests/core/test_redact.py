@@ -19,6 +19,8 @@ SECRET_CASES = [
     # (argv, the secrets that must not appear, the redacted argv with markers as <>)
     (["env", "GITHUB_TOKEN=ghp_abc", "node", "s.js"], ["ghp_abc"], "env GITHUB_TOKEN=<> node s.js"),
     (["env", "TZ=Europe/Paris", "node"], ["Europe/Paris"], "env TZ=<> node"),
+    (["/usr/bin/env", "-i", "lower_case=v4l", "node", "x=1"], ["v4l"],
+     "/usr/bin/env -i lower_case=<> node x=1"),
     (["node", "s.js", "--token", "hunter2"], ["hunter2"], "node s.js --token <>"),
     (["node", "s.js", "--api-key", "abc"], ["abc"], "node s.js --api-key <>"),
     (["node", "s.js", "--apiKey", "abc"], ["abc"], "node s.js --apiKey <>"),

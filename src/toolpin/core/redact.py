@@ -12,8 +12,9 @@ first toolpin).
 What counts as a secret (decided here, documented in docs/review.md):
 
 - ``NAME=value`` where ``NAME`` is written like an environment variable
-  (``[A-Z_][A-Z0-9_]*``): always the value, whatever the name (``env TZ=UTC`` too). The
-  values of the environment are never stored in clear.
+  (``[A-Z_][A-Z0-9_]*``): always the value, whatever the name (``env TZ=UTC`` too), and
+  every ``name=value`` assignment of ``env`` before the program it runs. The values of
+  the environment are never stored in clear.
 - ``name=value`` otherwise (``--api-key=...``, ``token=...``) when ``name`` looks secret:
   one of its words (split on ``-``, ``_``, ``.``) is a secret word (:data:`SECRET_WORDS`)
   or ends in ``token``, ``key``, ``secret``, ``password``.
@@ -202,7 +203,15 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
     """``argv`` with every value that looks like a secret replaced by a marker."""
     out: list[str] = []
     secret_next = False
+    in_env = bool(argv) and argv[0].replace("\\", "/").rsplit("/", 1)[-1] in ("env", "env.exe")
     for index, arg in enumerate(argv):
+        if in_env and index > 0:
+            if "=" in arg and not arg.startswith("-"):
+                name, _, value = arg.partition("=")  # env's assignments: the environment
+                out.append(f"{name}={marker(value)}" if value else arg)
+                continue
+            if not arg.startswith("-"):
+                in_env = False  # the program env runs
         if secret_next:
             secret_next = False
             if not arg.startswith("-") or len(arg) == 1:
