@@ -38,13 +38,13 @@ def test_a_changed_command_under_a_name_is_reviewed(tmp_path: Path, toolpin_home
     assert "its command changed" in reply["error"]["message"]
     assert proxy.close() == 1
     assert "COMMAND CHANGED SINCE YOU APPROVED THIS SERVER" in proxy.stderr
-    assert "Command changed: " in proxy.stderr
-    assert "/another/directory" not in proxy.stderr  # the argv is never printed
+    assert "Command changed (arguments):" in proxy.stderr
+    assert "arguments: added /another/directory" in proxy.stderr  # the redacted argv
     [entry] = listed(toolpin_home)  # no second pin
     sid = str(entry["id"])
     review = run_cli(toolpin_home, "review", sid)
     assert review.returncode == 0
-    assert "Command changed: " in review.stdout
+    assert "Command changed (arguments):" in review.stdout
     assert run_cli(toolpin_home, "approve", sid).returncode == 0
 
     again = session(toolpin_home, moved, "--name", "files")

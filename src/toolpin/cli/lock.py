@@ -33,6 +33,12 @@ if TYPE_CHECKING:
     help="The lockfile to write or check.",
 )
 @click.option("--check", is_flag=True, help="Compare with the lock instead of writing it (for CI).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="With --check: print the outcome as JSON (keys in docs/teamlock.md).",
+)
 @click.option("--definitions-only", is_flag=True, help="Do not resolve or hold package versions.")
 @click.option(
     "--timeout",
@@ -61,6 +67,7 @@ def lock_command(
     config: str,
     out: str,
     check: bool,
+    as_json: bool,
     definitions_only: bool,
     timeout: float,
     client_capabilities: str | None,
@@ -72,6 +79,11 @@ def lock_command(
     With --check, exits 1 on any difference from the lock (0 when all match).
     """
     from toolpin.team import lock as teamlock
+
+    if as_json and not check:
+        from toolpin.errors import InputError
+
+        raise InputError("--json goes with --check (writing the lock prints what it wrote)")
 
     def progress(text: str) -> None:
         if sys.stderr.isatty():
@@ -94,23 +106,30 @@ def lock_command(
     )
     if check:
         report = teamlock.check(Path(config), Path(out), options)
-        echo_lines(check_lines(report), color=stdout_color())
+        if as_json:
+            from toolpin.core.render import safe_json
+
+            click.echo(safe_json(teamlock.check_json(report)))
+        else:
+            echo_lines(check_lines(report), color=stdout_color())
         return 0 if report.ok else 1
     report = teamlock.lock(Path(config), Path(out), options)
     echo_lines(lock_lines(report, out), color=stdout_color())
     return 0 if report.ok else 1
 
 
-def _outcome_lines(report: LockReport) -> list[Line]:
+def _outcome_lines(report: LockReport, *, full: bool = False) -> list[Line]:
+    """Each server's outcome; ``full`` (``--check``) adds the whole diff of a change, as
+    the proxy's block report prints it."""
     from toolpin.core.render import Line, visible
-    from toolpin.report.text import summary
+    from toolpin.report.text import review_lines, summary
 
     lines: list[Line] = []
     for outcome in report.outcomes:
         style = None if outcome.ok else ("bad" if outcome.status != "failed" else "medium")
         lines.append(Line(f"{visible(outcome.name)}: {visible(outcome.message)}", style))
         if outcome.drift is not None:
-            lines.extend(summary(outcome.drift, indent="  "))
+            lines.extend(review_lines(outcome.drift) if full else summary(outcome.drift))
         lines.extend(
             Line(f"  {visible(h)}" if h.startswith("fix:") else f"  hint: {visible(h)}", "medium")
             for h in outcome.hints
@@ -152,7 +171,7 @@ def lock_lines(report: LockReport, out: str) -> list[Line]:
 def check_lines(report: LockReport) -> list[Line]:
     from toolpin.core.render import Line
 
-    lines = _outcome_lines(report)
+    lines = _outcome_lines(report, full=True)
     differ = [o for o in report.outcomes if not o.ok and o.status != "failed"]
     failed = [o for o in report.outcomes if o.status == "failed"]
     total = len(report.outcomes)

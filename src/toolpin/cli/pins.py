@@ -41,6 +41,11 @@ def _record_json(record: PinRecord, *, full: bool) -> dict[str, Any]:
             "digest": record.pending.digest,
             "mid_session": record.pending.mid_session,
         }
+        if record.pending.command is not None:
+            from toolpin.pins.store import command_diff
+
+            diff = command_diff(record.command, record.pending.command)
+            out["pending"]["command"] = diff.to_json()
     if full:
         for listing in snap.listings():
             out[listing.kind.list_member] = {
@@ -90,11 +95,23 @@ def list_command(as_json: bool) -> int:
     return 0
 
 
-def _load(server_id: str) -> PinRecord:
-    from toolpin.pins.serverid import check_id
+def _resolve(server_id: str | None, name: str | None) -> str:
+    resolved: str = _store().resolve(server_id, name=name)
+    return resolved
 
-    record: PinRecord = _store().require(check_id(server_id))
+
+def _load(server_id: str | None, name: str | None) -> PinRecord:
+    record: PinRecord = _store().require(_resolve(server_id, name))
     return record
+
+
+_ID_ARGUMENT = click.argument("server_id", metavar="[ID]", required=False)
+_NAME_OPTION = click.option(
+    "--name",
+    default=None,
+    metavar="NAME",
+    help="The server's name (its --name) instead of its id.",
+)
 
 
 def _snapshot_lines(snap: Snapshot, indent: str = "  ") -> list[Line]:
@@ -112,13 +129,14 @@ def _snapshot_lines(snap: Snapshot, indent: str = "  ") -> list[Line]:
 
 
 @click.command("show")
-@click.argument("server_id", metavar="ID")
+@_ID_ARGUMENT
+@_NAME_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def show_command(server_id: str, as_json: bool) -> int:
-    """Show what is pinned for one server."""
+def show_command(server_id: str | None, name: str | None, as_json: bool) -> int:
+    """Show what is pinned for one server (ID: its id or a unique prefix, 4+ hex)."""
     from toolpin.core.render import Line, visible
 
-    record = _load(server_id)
+    record = _load(server_id, name)
     if as_json:
         from toolpin.core.render import safe_json
 
@@ -130,6 +148,8 @@ def show_command(server_id: str, as_json: bool) -> int:
         Line(f"pinned {record.pinned_at}"),
         Line(f"surface {snap.surface_hash()}"),
     ]
+    if record.command is not None:
+        lines.append(Line(_command_text(record.command), "dim"))
     if snap.identity is not None:
         lines.append(Line(f"server says it is {visible(snap.identity.label())}", "dim"))
     lines += _snapshot_lines(snap)
@@ -137,6 +157,7 @@ def show_command(server_id: str, as_json: bool) -> int:
         from toolpin.report.review import pending_additions
 
         lines.append(Line(f"A change is waiting for review: toolpin review {record.id}", "bad"))
+        lines += _command_lines(record.command, record.pending.command)
         additions = pending_additions(snap, record.pending.snapshot)
         if additions:
             lines += [Line("It adds:", "header"), *additions]
@@ -145,13 +166,18 @@ def show_command(server_id: str, as_json: bool) -> int:
 
 
 @click.command("review")
-@click.argument("server_id", metavar="ID")
-def review_command(server_id: str) -> int:
-    """Show the change waiting for review, labelled, with the full diff."""
+@_ID_ARGUMENT
+@_NAME_OPTION
+def review_command(server_id: str | None, name: str | None) -> int:
+    """Show the change waiting for review, labelled, with the full diff.
+
+    ID is the server's id or a unique prefix of it (4+ hex); --name NAME finds it by
+    the name it was started with.
+    """
     from toolpin.core.render import visible
     from toolpin.report.review import pending_review
 
-    record = _load(server_id)
+    record = _load(server_id, name)
     if record.pending is None:
         click.echo(f"nothing pending for {visible(record.label)}")
         return 0
@@ -170,44 +196,55 @@ def review_command(server_id: str) -> int:
     return 0
 
 
+def _command_text(command: Any) -> str:
+    """``command: npx -y pkg@1.2.3`` (redacted), or its label for an older pin."""
+    from toolpin.core.argvdiff import argv_text
+    from toolpin.core.render import visible
+
+    if command.argv is None:
+        return f"command: {visible(command.label)} ({command.id[:8]}; not recorded in full)"
+    return f"command: {argv_text(command.argv)} ({command.id[:8]})"
+
+
 def _command_lines(approved: Any, now: Any) -> list[Line]:
-    """``Command changed`` when the observation was made with another command."""
-    from toolpin.core.render import Line, visible
+    """The command's word diff when the observation was made with another command:
+    the redacted argvs, what changed (executable path, package version, arguments)."""
+    from toolpin.core.argvdiff import diff_lines
+    from toolpin.core.render import Line
+    from toolpin.pins.store import command_diff
 
     if now is None:
         return []
-    before = f"{visible(approved.label)} ({approved.id[:8]})" if approved else "(not recorded)"
-    return [
-        Line(f"Command changed: {before} -> {visible(now.label)} ({now.id[:8]})", "bad"),
-        Line(""),
-    ]
+    lines = diff_lines(command_diff(approved, now))
+    return [Line(lines[0], "bad"), *(Line(x) for x in lines[1:]), Line("")]
 
 
 @click.command("approve")
-@click.argument("server_id", metavar="ID")
+@_ID_ARGUMENT
+@_NAME_OPTION
 @click.option(
     "--expect",
     default=None,
     metavar="DIGEST",
     help="Approve only if the waiting change is this one (as printed by review).",
 )
-def approve_command(server_id: str, expect: str | None) -> int:
-    """Accept the change waiting for review: it becomes the pin."""
+def approve_command(server_id: str | None, name: str | None, expect: str | None) -> int:
+    """Accept the change waiting for review: it becomes the pin (ID: its id or a unique
+    prefix, 4+ hex)."""
     from toolpin.core.render import visible
-    from toolpin.pins.serverid import check_id
 
-    record = _store().approve(check_id(server_id), expect=expect)
+    record = _store().approve(_resolve(server_id, name), expect=expect)
     click.echo(f"re-pinned {visible(record.label)} at {record.snapshot.surface_hash()[:12]}")
     return 0
 
 
 @click.command("forget")
-@click.argument("server_id", metavar="ID")
-def forget_command(server_id: str) -> int:
-    """Delete a pin; the server is pinned again on its next start."""
-    from toolpin.pins.serverid import check_id
-
-    sid = check_id(server_id)
+@_ID_ARGUMENT
+@_NAME_OPTION
+def forget_command(server_id: str | None, name: str | None) -> int:
+    """Delete a pin; the server is pinned again on its next start (ID: its id or a
+    unique prefix, 4+ hex)."""
+    sid = _resolve(server_id, name)
     if not _store().forget(sid):
         from toolpin.errors import InputError
 

@@ -11,8 +11,9 @@ not). A name id hashes the JSON object ``{"name": NAME}``, whose canonical form 
 equal an array's, so the two kinds of id cannot collide.
 It is computed from the server command as written after ``--`` (never from a wrapper), so
 wrapping a config keeps its pins. The argv itself is never stored or printed: it often
-carries API keys. The label is ``--name`` when given, else the command's base name and
-its argument count.
+carries API keys (a named pin keeps it redacted, :func:`toolpin.core.redact.redact_argv`,
+beside this id, which stays the hash of the real argv). The label is ``--name`` when
+given, else the command's base name and its argument count.
 """
 
 from __future__ import annotations

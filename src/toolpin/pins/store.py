@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,21 +38,47 @@ from toolpin.pins import audit
 from toolpin.util.fs import atomic_write, ensure_private_dir, locked, read_input, toolpin_home
 
 if TYPE_CHECKING:
+    from toolpin.core.argvdiff import ArgvDiff
     from toolpin.core.drift import Drift
 
 FORMAT_KEY: Final = "toolpinPin"
+MIN_PREFIX: Final = 4
+"""The shortest id prefix ``show``, ``review``, ``approve`` and ``forget`` accept."""
+_HEX_DIGITS: Final = frozenset("0123456789abcdef")
+
+
+def _shown(text: str) -> str:
+    from toolpin.core.render import clip, visible
+
+    return repr(clip(visible(text), 40))
 
 
 @dataclass(frozen=True)
 class Command:
-    """The server command a pin was made with: its id (a hash of the argv) and its label
-    (base name and argument count). The argv itself is never stored: it may hold keys."""
+    """The server command a pin was made with: its id (a hash of the argv), its label
+    (base name and argument count) and, from this version on, the argv as
+    :func:`toolpin.core.redact.redact_argv` writes it (every value that looks like a
+    secret replaced). The argv itself is never stored: it may hold keys. Two commands are
+    the same command when their id and label are (the redacted argv is what is shown)."""
 
     id: str
     label: str
+    argv: tuple[str, ...] | None = field(default=None, compare=False)
+    """The redacted argv; ``None`` in pins made by an older toolpin."""
 
-    def to_json(self) -> dict[str, str]:
-        return {"id": self.id, "label": self.label}
+    @classmethod
+    def for_argv(cls, command_id: str, argv: Sequence[str]) -> Command:
+        """The command of ``argv`` (whose id is ``command_id``), its argv redacted."""
+        from toolpin.core.redact import redact_argv
+        from toolpin.pins.serverid import default_label
+
+        return cls(command_id, default_label(argv), tuple(redact_argv(argv)))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "label": self.label}
+        if self.argv is not None:
+            out["argv"] = list(self.argv)
+        return out
 
     @classmethod
     def from_json(cls, value: Any) -> Command | None:
@@ -64,7 +90,21 @@ class Command:
             and isinstance(value.get("label"), str)
         ):
             raise ValueError("malformed command")
-        return cls(value["id"], value["label"])
+        argv = value.get("argv")
+        if argv is not None and not (
+            isinstance(argv, list) and all(isinstance(x, str) for x in argv)
+        ):
+            raise ValueError("malformed command argv")
+        return cls(value["id"], value["label"], tuple(argv) if argv is not None else None)
+
+
+def command_diff(approved: Command | None, now: Command) -> ArgvDiff:
+    """The word diff of the approved command and ``now`` (redacted argvs). With no
+    recorded earlier argv (an older toolpin) it says so and shows only the new one."""
+    from toolpin.core.argvdiff import argv_diff
+
+    before = approved.argv if approved is not None else None
+    return argv_diff(before, now.argv or ())
 
 
 @dataclass(frozen=True)
@@ -229,6 +269,59 @@ class PinStore:
                 out.append(record)
         return sorted(
             out, key=lambda r: (r.label, r.id) if isinstance(r, PinRecord) else ("", r[0])
+        )
+
+    def ids(self) -> list[str]:
+        """The ids of every pin file, sorted (readable or not)."""
+        try:
+            return sorted(p.name[: -len(".json")] for p in self.pins_dir.glob("*.json"))
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.pins_dir}: {exc.strerror or exc}") from None
+
+    def resolve(self, text: str | None = None, *, name: str | None = None) -> str:
+        """The id a person means: a full id, a unique prefix of one (at least
+        :data:`MIN_PREFIX` hex characters), or ``name``, the server's ``--name``.
+
+        :class:`InputError` (exit 2, one line) when nothing matches or more than one pin
+        does; the candidates are listed by id only (labels are the user's own text, but
+        ids are what the commands take).
+        """
+        from toolpin.pins.serverid import ID_LENGTH, name_id
+
+        if (text is None) == (name is None):
+            raise InputError("give one server: an ID (or a prefix of one) or --name NAME")
+        if name is not None:
+            found = []
+            for server_id in self.ids():
+                if server_id == name_id(name):
+                    found.append(server_id)
+                    continue
+                with contextlib.suppress(StoreError):
+                    record = self.load(server_id)
+                    if record is not None and record.label == name:
+                        found.append(server_id)  # a pin keyed by its argv, labelled --name
+            return self._one(found, f"no pinned server is named {_shown(name)}", name=name)
+        assert text is not None
+        wanted = text.lower()
+        if not (MIN_PREFIX <= len(wanted) <= ID_LENGTH and set(wanted) <= _HEX_DIGITS):
+            raise InputError(
+                f"{_shown(text)} is not a server id or a prefix of one (at least {MIN_PREFIX} "
+                f"of its {ID_LENGTH} hex characters; see `toolpin list`)"
+            )
+        if len(wanted) == ID_LENGTH:
+            return wanted
+        found = [i for i in self.ids() if i.startswith(wanted)]
+        return self._one(found, f"no pinned server id starts with {wanted}", prefix=wanted)
+
+    @staticmethod
+    def _one(found: list[str], none: str, *, name: str | None = None, prefix: str = "") -> str:
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise InputError(f"{none} (see `toolpin list`)")
+        what = f"the name {_shown(name)}" if name is not None else f"the id prefix {prefix}"
+        raise InputError(
+            f"{what} matches {len(found)} pinned servers: {', '.join(found)} (give more of the id)"
         )
 
     # ------------------------------------------------------------------------------ write
@@ -457,6 +550,12 @@ class StorePinSource:
         if record is None or record.command is None or now is None:
             return None
         return None if record.command.id == now.id else (record.command, now)
+
+    @property
+    def command_diff(self) -> ArgvDiff | None:
+        """The word diff of the approved command and this one, when they differ."""
+        change = self.command_change
+        return None if change is None else command_diff(*change)
 
     def _quoted(self) -> str:
         from toolpin.core.render import visible

@@ -63,6 +63,7 @@ from toolpin.proxy.classify import OPAQUE, Message, Shape, Unclassified, classif
 from toolpin.proxy.known_page import KnownPages
 
 if TYPE_CHECKING:
+    from toolpin.core.argvdiff import ArgvDiff
     from toolpin.core.drift import Drift
     from toolpin.pins.source import PinSource
 
@@ -100,6 +101,8 @@ class ProxyOptions:
     command_change: str | None = None
     """``old -> new`` when the server's command differs from the pinned one (a pin found
     by ``--name``): the session blocks for review like any drift."""
+    command_diff: ArgvDiff | None = None
+    """The word diff of the two (redacted) commands, for the report and the -31042 data."""
 
 
 _JS_SAFE: Final = 1 << 53
@@ -750,6 +753,11 @@ class Session:
             "server": self.options.server_id,
             "review": self.options.source.review_hint(),
             "changes": change_keys(drift) if drift is not None else [],
+            **(
+                {"command": self.options.command_diff.to_json()}
+                if self.options.command_diff is not None and reason == REASON_DRIFT
+                else {}
+            ),
         }
 
     def _answer_blocked(self, id_: Any) -> None:
@@ -866,6 +874,36 @@ class Session:
         )
         self._enter_blocked(blocked_ids)
 
+    def _pin_words(self, hint: str) -> str:
+        """An environment hint as a local pin needs it: the hints speak of a team lock
+        (its advice is a pull request); a pin of this machine's store is approved here."""
+        if self.options.source.accepts_subset:  # a team lock
+            return hint
+        return (
+            hint.replace(" from the lock only where ", " from the pin only where ", 1)
+            .replace(", locked with '", ", pinned with '", 1)
+            .replace(" so every machine starts it alike", " so it starts alike every time", 1)
+            .replace(
+                "then lock again in a pull request; toolpin does not accept such a change "
+                "by itself",
+                "then start it again; toolpin does not accept such a change by itself (if "
+                f"the new definitions are right: toolpin approve {self.options.server_id})",
+                1,
+            )
+        )
+
+    def _command_lines(self, drift: Drift) -> list[Line]:
+        """The changed command: its word diff (redacted) or, without one, old -> new."""
+        if self.options.command_change is None:
+            return []
+        if self.options.command_diff is None:
+            return [Line(f"  Command changed: {visible(self.options.command_change)}", "bad")]
+        from toolpin.core.argvdiff import diff_lines
+
+        text = diff_lines(self.options.command_diff)
+        lines = [Line(f"  {text[0]}", "bad"), *(Line(f"  {x}") for x in text[1:])]
+        return lines if drift.ok else [*lines, Line("")]
+
     def _report(self, drift: Drift, *, mid_session: bool) -> None:
         from toolpin.report.environment import environment_hints
         from toolpin.report.text import review_lines
@@ -882,15 +920,11 @@ class Session:
             Line(f"  id: {self.options.server_id}"),
             Line(f"  {self.options.source.describe_pin()}"),
             Line(""),
-            *(
-                [Line(f"  Command changed: {visible(self.options.command_change)}", "bad")]
-                if self.options.command_change is not None and not mid_session
-                else []
-            ),
+            *(self._command_lines(drift) if not mid_session else []),
             *review_lines(drift),
             *(
                 Line(f"  {hint}" if hint.startswith("fix:") else f"  hint: {hint}", "medium")
-                for hint in environment_hints(drift, os.environ)
+                for hint in map(self._pin_words, environment_hints(drift, os.environ))
             ),
             Line(""),
         ]

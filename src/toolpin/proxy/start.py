@@ -73,7 +73,7 @@ def run_proxy(
     from toolpin.proxy.relay import run
 
     try:
-        command = Command(command_id, default_label(argv)) if named else None
+        command = Command.for_argv(command_id, argv) if named else None
         source = StorePinSource(PinStore(Path(home)), sid, label, command)
         change = source.command_change
     except ToolpinError as exc:
@@ -102,6 +102,7 @@ def run_proxy(
             if change is None
             else f"{change[0].label} ({change[0].id[:8]}) -> {change[1].label} ({change[1].id[:8]})"
         ),
+        command_diff=source.command_diff,
     )
     return run(options, SubprocessChannel(proc))
 

@@ -340,6 +340,40 @@ def _mutex(lock_path: Path) -> Iterator[None]:
         yield
 
 
+def check_json(report: LockReport) -> dict[str, Any]:
+    """``lock --check --json``: stable keys, documented in docs/teamlock.md.
+
+    ``diff`` holds the lines ``lock --check`` prints for a change (the proxy's renderer,
+    terminal-safe); ``changes`` the label keys of each changed definition. Strings are
+    as they are; print it with :func:`toolpin.core.render.safe_json`, which escapes what
+    could drive a terminal.
+    """
+    from toolpin.core.drift import change_keys
+    from toolpin.report.text import review_lines
+
+    servers = []
+    for outcome in report.outcomes:
+        drift = outcome.drift
+        servers.append(
+            {
+                "name": outcome.name,
+                "status": outcome.status,
+                "ok": outcome.ok,
+                "message": outcome.message,
+                "changes": change_keys(drift) if drift is not None else [],
+                "diff": [line.text for line in review_lines(drift)] if drift is not None else [],
+                "hints": list(outcome.hints),
+                "notes": list(outcome.notes),
+            }
+        )
+    return {
+        "ok": report.ok,
+        "lock": str(report.lock_path),
+        "servers": servers,
+        "skipped": [{"name": n, "reason": r} for n, r in report.skipped],
+    }
+
+
 def check(config_path: Path, lock_path: Path, opts: LockOptions | None = None) -> LockReport:
     """Compare every local server of the config with the lock (``lock --check``).
 
