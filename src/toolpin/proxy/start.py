@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from toolpin.core.argvdiff import ArgvDiff
     from toolpin.pins.source import PinSource
     from toolpin.proxy.session import ProxyOptions
 
@@ -243,6 +244,7 @@ def session_options(
     timeout: float,
     quiet: bool,
     command_change: str | None = None,
+    command_diff: ArgvDiff | None = None,
 ) -> ProxyOptions:
     """A proxy session's options, with colour when stderr (where it speaks) is a terminal."""
     from toolpin.proxy.session import ProxyOptions
@@ -256,6 +258,7 @@ def session_options(
         color=wants_color(sys.stderr),
         quiet=quiet,
         command_change=command_change,
+        command_diff=command_diff,
     )
 
 
