@@ -42,7 +42,9 @@ def render_cli_reference() -> str:
 
     _register_commands()
     root = _group()
-    ctx = click.Context(root, info_name="toolpin", terminal_width=WIDTH, max_content_width=WIDTH)
+    # the group's own context settings (``-h`` beside ``--help``), as `toolpin --help` has
+    settings = {**root.context_settings, "max_content_width": WIDTH}
+    ctx = click.Context(root, info_name="toolpin", terminal_width=WIDTH, **settings)
     parts = [
         "# Command reference\n",
         f"<!-- Generated from each command's --help by `{WRITE_COMMAND}`;"
