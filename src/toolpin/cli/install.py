@@ -9,7 +9,7 @@ import json
 
 import click
 
-from toolpin import __version__
+from toolpin.cli.launcher_options import chosen_launcher, force_option, launcher_option
 
 
 @click.command(
@@ -24,13 +24,8 @@ from toolpin import __version__
     metavar="NAME",
     help="A variable the server needs (name only; repeat). Never a value.",
 )
-@click.option(
-    "--launcher",
-    type=click.Choice(["toolpin", "uvx"]),
-    default="toolpin",
-    show_default=True,
-    help=f"How clients start toolpin: the installed command, or uvx toolpin@{__version__}.",
-)
+@launcher_option
+@force_option
 @click.option(
     "--client",
     "clients",
@@ -52,6 +47,7 @@ def install_links_command(
     name: str | None,
     env: tuple[str, ...],
     launcher: str,
+    force: bool,
     clients: tuple[str, ...],
     as_json: bool,
     readme_id: str | None,
@@ -92,12 +88,12 @@ def install_links_command(
     unknown = [c for c in clients if c not in CLIENTS]
     if unknown:
         raise click.UsageError(f"unknown --client {unknown[0]!r}; one of: {', '.join(CLIENTS)}")
-    runner = ("toolpin",) if launcher == "toolpin" else ("uvx", f"toolpin@{__version__}")
+    start = chosen_launcher(launcher, force)
     request = InstallRequest(
         argv=tuple(argv),
         name=name if name is not None else default_name(argv),
         env=env,
-        launcher=runner,
+        launcher=start.argv,
     )
     links = install_links(request)
     chosen = [c for c in CLIENTS if not clients or c in clients]

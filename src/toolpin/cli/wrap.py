@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolpin.cli.launcher_options import chosen_launcher, force_option, launcher_option
+
 if TYPE_CHECKING:
     from toolpin.clients.documents import Entry
     from toolpin.clients.locations import ConfigLocation
@@ -103,16 +105,8 @@ def _nothing_found(plan: Plan, command: str) -> bool:
     "--project", is_flag=True, help="Also the project's shared .mcp.json, .vscode/, .cursor/."
 )
 @click.option("--lock", metavar="FILE", help="Enforce this lockfile in project entries.")
-@click.option(
-    "--launcher",
-    default="path",
-    show_default=True,
-    type=click.Choice(["path", "uvx"]),
-    help="Start toolpin by its absolute path, or with uvx toolpin@<version> (once published).",
-)
-@click.option(
-    "--force", is_flag=True, help="Write the launcher even if `LAUNCHER --version` fails."
-)
+@launcher_option
+@force_option
 @click.option(
     "--remote",
     is_flag=True,
@@ -138,11 +132,8 @@ def wrap_command(
 
     from toolpin.clients.wrap import (
         apply,
-        check_launcher,
         check_lock_file,
-        installed_launcher,
         plan_wrap,
-        uvx_launcher,
     )
 
     if lock and not project:
@@ -150,9 +141,7 @@ def wrap_command(
     held: frozenset[str] = frozenset()
     if lock:
         held = check_lock_file(lock, Path.cwd())  # before anything is planned or written
-    chosen = uvx_launcher() if launcher == "uvx" else installed_launcher()
-    if not force:
-        check_launcher(chosen.argv)
+    chosen = chosen_launcher(launcher, force)
     locations = _locations(configs, project)
     plan = plan_wrap(locations, launcher=chosen, lock=lock, held=held, remote=remote)
     if _nothing_found(plan, "wrap"):
