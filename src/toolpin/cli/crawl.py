@@ -88,7 +88,7 @@ SOURCE_CHOICES = ("config", "registry", "npm", "github")
     "cache_dir",
     default=None,
     type=click.Path(file_okay=False),
-    help="Shared package caches (default: $TOOLPIN_HOME/crawl-cache).",
+    help="Shared package caches (default: crawl in the cache directory, ~/.cache/toolpin).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--full", is_flag=True, help="Ignore the registry's updated_since mark.")
