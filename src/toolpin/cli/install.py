@@ -31,7 +31,7 @@ from toolpin.cli.launcher_options import chosen_launcher, force_option, launcher
     "clients",
     multiple=True,
     metavar="CLIENT",
-    help="Print only this output (repeat); see the list below.",
+    help="Print only this output (repeat): one of the Outputs above.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print every output as one JSON object.")
 @click.option(
@@ -56,12 +56,15 @@ def install_links_command(
 ) -> int:
     """Print the entry that runs CMD behind `toolpin run` for each MCP client.
 
-    Outputs: claude-code, claude-desktop, cursor, cursor-web, vscode, vscode-insiders,
-    vscode-cli, codex, gemini, windsurf, lmstudio, lmstudio-web, goose.
+    Outputs (--client): claude-code, claude-desktop, cursor, cursor-web, vscode,
+    vscode-insiders, vscode-cli, codex, gemini, windsurf, lmstudio, lmstudio-web, goose.
 
+    \b
     toolpin install-links --name files -- npx -y @modelcontextprotocol/server-filesystem /tmp
 
     A README link names the server by its log id and never carries a command:
+
+    \b
     toolpin install-links --readme 3f2a9c0d1e4b5a67 --base-url https://log.example.org
     """
     from toolpin.clients.install_links import (

@@ -158,6 +158,7 @@ def report_command(
 ) -> int:
     """Report from the verified log: --since a kept checkpoint (or 24h, 7d), or --month.
 
+    \b
     toolpin log report --log public-log --vkey log.vkey --since kept.checkpoint --watch ID
     """
     from toolpin.crawl import report as rep
