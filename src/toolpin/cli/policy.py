@@ -42,6 +42,7 @@ def policy_command(
     from pathlib import Path
 
     from toolpin.clients import policy
+    from toolpin.core.render import counted
     from toolpin.errors import InputError
 
     policy.check_lock_path(lock)
@@ -63,7 +64,8 @@ def policy_command(
         target = policy.write(output, Path(out))
         names = ", ".join(f.name for f in output.files)
         click.echo(
-            f"{output.product}: wrote {names} for {output.server_count} server(s) to {target}"
+            f"{output.product}: wrote {names} for {counted(output.server_count, 'server')} "
+            f"to {target}"
         )
         click.echo(f"  {policy.DEPLOY[output.product]}")
     all_notes = dict.fromkeys(n for o in outputs for n in o.notes)

@@ -82,9 +82,12 @@ def site_cmd(
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
+        from toolpin.core.render import counted
+
         click.echo(
-            f"built {out_dir} from checkpoint {result.checkpoint_size}: {result.servers} "
-            f"servers ({result.opted_out} opted out), {result.files} files, "
+            f"built {out_dir} from checkpoint {result.checkpoint_size}: "
+            f"{counted(result.servers, 'server')} ({result.opted_out} opted out), "
+            f"{counted(result.files, 'file')}, "
             f"{result.written} written, {result.unchanged} unchanged, {result.removed} removed"
         )
     return 0

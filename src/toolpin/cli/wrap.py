@@ -135,6 +135,7 @@ def wrap_command(
         check_lock_file,
         plan_wrap,
     )
+    from toolpin.core.render import counted
 
     if lock and not project:
         raise click.UsageError("--lock is for the project's shared .mcp.json: add --project.")
@@ -172,7 +173,7 @@ def wrap_command(
     if chosen.note:
         click.echo(f"note: {chosen.note}", err=True)
     if not _confirm(
-        f"Protect {count} server(s)? Each file is backed up first. [y/N]", yes, dry_run
+        f"Protect {counted(count, 'server')}? Each file is backed up first. [y/N]", yes, dry_run
     ):
         return unreadable
     for written in apply(plan):
@@ -225,6 +226,7 @@ def _ask_remotes(
 def unwrap_command(yes: bool, dry_run: bool, configs: tuple[str, ...], project: bool) -> int:
     """Take the toolpin proxy (or mcp-pin's) out of every wrapped server entry."""
     from toolpin.clients.wrap import apply, plan_unwrap
+    from toolpin.core.render import counted
 
     plan = plan_unwrap(_locations(configs, project))
     if _nothing_found(plan, "unwrap"):
@@ -236,7 +238,7 @@ def unwrap_command(yes: bool, dry_run: bool, configs: tuple[str, ...], project: 
         click.echo("Nothing to unwrap.")
         return unreadable
     if not _confirm(
-        f"Unprotect {count} server(s)? Each file is backed up first. [y/N]", yes, dry_run
+        f"Unprotect {counted(count, 'server')}? Each file is backed up first. [y/N]", yes, dry_run
     ):
         return unreadable
     for written in apply(plan):

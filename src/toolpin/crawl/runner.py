@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from toolpin.core.render import counted
 from toolpin.crawl.caches import SharedCaches
 from toolpin.crawl.candidates import Candidate, PackageCoords, Source
 from toolpin.crawl.hint import hint_of
@@ -235,7 +236,7 @@ class CrawlSummary:
         if self.opted_out:
             parts.append(f"{self.opted_out} opted out")
         return (
-            f"crawled {len(self.results)} of {self.candidates} server(s) in "
+            f"crawled {len(self.results)} of {counted(self.candidates, 'server')} in "
             f"{self.duration_s:.1f}s: {', '.join(parts)}; appended {self.appended}, "
             f"log size {self.log_size}"
         )

@@ -432,7 +432,8 @@ class StreamableHttpChannel:
                         continue  # only message events carry JSON-RPC
                     out = message_line(data)
                     if out is None:
-                        self._note_dropped()
+                        if data.strip():  # an empty one primes resumption: not a message
+                            self._note_dropped()
                         continue
                     if id_ is not None and self._is_answer(out, id_, method):
                         answered = True
@@ -557,7 +558,7 @@ class StreamableHttpChannel:
     def _note_dropped(self) -> None:
         if not self._dropped_note:
             self._dropped_note = True
-            self._log("toolpin: dropped an event that is not one JSON-RPC message")
+            self._log("toolpin: skipped a server event that is not a JSON-RPC message")
 
     def _fail(self, reason: str) -> None:
         if self.dead.is_set():

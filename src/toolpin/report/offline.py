@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange
-from toolpin.core.render import Line, text_diff, visible
+from toolpin.core.render import Line, counted, text_diff, visible
 from toolpin.core.snapshot import Identity, Kind
 from toolpin.report.text import change_details
 
@@ -33,7 +33,7 @@ def pin_text(result: PinResult, lock: str) -> list[Line]:
     snap = result.entry.snapshot
     tools = snap.tools.items if snap.tools is not None else ()
     lines = [
-        Line(f"Pinned {len(tools)} tools to {visible(lock)}"),
+        Line(f"Pinned {counted(len(tools), 'tool')} to {visible(lock)}"),
         Line(f"source: {visible(result.entry.source or '')}"),
         Line(f"pinned_at: {visible(result.entry.pinned_at or '')}"),
     ]

@@ -17,7 +17,7 @@ from markupsafe import Markup
 from toolpin.core.canonical import JSONValue
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange, compare
 from toolpin.core.labels import Label
-from toolpin.core.render import Line, pretty_diff, pretty_lines, text_diff, visible
+from toolpin.core.render import Line, counted, pretty_diff, pretty_lines, text_diff, visible
 from toolpin.core.seqdiff import opcodes
 from toolpin.core.snapshot import Definition, Snapshot
 from toolpin.report.text import change_details
@@ -231,8 +231,8 @@ def change_html(change: ChangeView) -> Markup:
         )
     rewritten, schema = change.rewritten, change.schema_only
     out.append(
-        f'<p class="summary">{rewritten} description{"s" if rewritten != 1 else ""} '
-        f"rewritten,\n{schema} schema or annotation change{'s' if schema != 1 else ''} "
+        f'<p class="summary">{counted(rewritten, "description")} '
+        f"rewritten,\n{counted(schema, 'schema or annotation change')} "
         f"with the description unchanged,\n{change.added} added, {change.removed} removed.</p>\n"
     )
     out.extend(f'<p class="note">{e(note)}</p>\n' for note in change.notes)
