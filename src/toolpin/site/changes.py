@@ -255,6 +255,7 @@ def change_html(change: ChangeView) -> Markup:
             out.append("</p>\n")
         if item.findings:
             out.append(
+                '<div class="table-scroll" tabindex="0">'
                 '<table class="findings"><caption>Schema changes by JSON path</caption>\n'
                 '<thead><tr><th scope="col">Class</th><th scope="col">Path</th>'
                 '<th scope="col">Change</th></tr></thead>\n<tbody>'
@@ -263,7 +264,7 @@ def change_html(change: ChangeView) -> Markup:
                 f"<tr><td>{e(cls)}</td><td><code>{e(pointer)}</code></td><td>{e(line)}</td></tr>"
                 for cls, pointer, line in item.findings
             )
-            out.append("</tbody></table>\n")
+            out.append("</tbody></table></div>\n")
         shown = {line for _, _, line in item.findings}
         extra = [d for d in item.details if d not in shown]
         if extra:
