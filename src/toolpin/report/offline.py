@@ -94,7 +94,8 @@ def identity_lines(drift: Drift) -> list[str]:
             f"server name changed: {visible(ident.pinned.name)} -> {visible(ident.current.name)}"
         )
     if ident.version_changed:
-        old_version, new_version = visible(ident.pinned.version), visible(ident.current.version)
+        old_version = visible(ident.pinned.shown_version())
+        new_version = visible(ident.current.shown_version())
         out.append(f"server version changed: {old_version} -> {new_version}")
     if ident.protocol_changed:
         old = ident.pinned.protocol_version or "(none)"
@@ -249,7 +250,7 @@ def _change_json(change: ItemChange) -> dict[str, Any]:
     }
 
 
-def _identity_json(identity: Identity | None) -> dict[str, str] | None:
+def _identity_json(identity: Identity | None) -> dict[str, str | None] | None:
     return identity.to_json() if identity is not None else None
 
 

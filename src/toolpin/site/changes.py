@@ -198,8 +198,8 @@ def view_of(drift: Drift) -> ChangeView:
         keys.append("server-name")
     if identity.version_changed and identity.pinned and identity.current:
         notes.append(
-            f"server version: {visible(identity.pinned.version)} → "
-            f"{visible(identity.current.version)}"
+            f"server version: {visible(identity.pinned.shown_version())} → "
+            f"{visible(identity.current.shown_version())}"
         )
     notes.extend(f"not compared: {visible(x)}" for x in drift.not_checked)
     changed = [c for c in drift.changes if c.status == CHANGED]
