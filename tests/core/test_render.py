@@ -195,3 +195,13 @@ def test_pretty_lines_are_pretty_json_lines(value: object) -> None:
         return
     expected = [visible(line) for line in text.split("\n")]
     assert pretty_lines(value) == expected  # type: ignore[arg-type]
+
+
+def test_counted_puts_the_noun_in_the_right_number() -> None:
+    from toolpin.core.render import counted, plural
+
+    assert [counted(n, "tool") for n in (0, 1, 2)] == ["0 tools", "1 tool", "2 tools"]
+    assert [counted(n, "entry") for n in (1, 3)] == ["1 entry", "3 entries"]
+    assert counted(2, "key") == "2 keys"  # a vowel before the y: only an s
+    assert counted(2, "hash", "hashes") == "2 hashes" and counted(1, "hash", "hashes") == "1 hash"
+    assert plural(1, "local server") == "local server" and plural(5, "time") == "times"

@@ -197,14 +197,14 @@ def test_the_table_names_every_server_and_ends_with_the_summary(
     assert rows["broken"].split()[1] == "failed"
     assert "boom red\\u{202e}" in rows["broken"]
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
-    assert lines[-1].startswith("crawled 2 of 2 server(s) in ")
+    assert lines[-1].startswith("crawled 2 of 2 servers in ")
     assert lines[-1].endswith(
         "1 new, 0 changed, 0 unchanged, 1 failed, 0 skipped; appended 1, log size 1"
     )
     progress = done.stderr.splitlines()
-    assert "[1/2] probing good\\u{202e}" in progress
-    assert "[2/2] probing broken" in progress
-    assert any(p.startswith("[1/2] ok good\\u{202e} (") for p in progress)
+    assert "started 1 of 2: good\\u{202e}" in progress
+    assert "started 2 of 2: broken" in progress
+    assert any(p.startswith("finished 1 of 2: good\\u{202e} ok (") for p in progress)
 
 
 def test_a_failed_source_is_named_before_the_summary_line(
@@ -224,4 +224,4 @@ def test_a_failed_source_is_named_before_the_summary_line(
     lines = summary_table(summary)
     assert lines[0].split() == ["NAME", "STATUS", "SECS", "TOOLS", "PACKAGE", "REASON"]
     assert lines[-2].startswith("source registry failed: ")
-    assert lines[-1].startswith("crawled 0 of 0 server(s) in ")
+    assert lines[-1].startswith("crawled 0 of 0 servers in ")

@@ -29,6 +29,7 @@ from crawl_helpers import (
 
 from toolpin.crawl.runner import CrawlOptions, crawl, default_state_path
 from toolpin.crawl.state import CrawlState
+from toolpin.util.fs import toolpin_cache
 
 FAKE_NPX = f"""#!{sys.executable}
 import json, os, sys, time
@@ -236,7 +237,7 @@ def test_ca_proxy_and_index_settings_reach_a_config_server_and_secrets_do_not(
     assert "GITHUB_TOKEN" not in seen and "AWS_SECRET_ACCESS_KEY" not in seen
     assert seen["HOME"] != str(home)
     # A config server shares the caches under $TOOLPIN_HOME, as it shares ~/.npm at home.
-    cache_root = (Path(os.environ["TOOLPIN_HOME"]) / "crawl-cache").resolve()
+    cache_root = (toolpin_cache() / "crawl").resolve()
     assert seen["UV_CACHE_DIR"] == str(cache_root / "uv")
     assert seen["PIP_CACHE_DIR"] == str(cache_root / "pip")
     assert seen["npm_config_cache"] == str(cache_root / "npm")

@@ -24,6 +24,7 @@ from crawl_helpers import LogKey, independent_check, write_config
 
 from toolpin.crawl.candidates import PackageCoords
 from toolpin.crawl.runner import CrawlOptions, crawl
+from toolpin.util.fs import toolpin_cache
 
 pytestmark = [pytest.mark.registries, pytest.mark.slow]
 
@@ -100,7 +101,7 @@ def test_crawl_records_what_the_registries_serve_cold_and_warm(
     tools = {r.candidate.name: r.observation.snapshot.counts()["tools"] for r in cold.results}
     assert tools["memory"] >= 5 and tools["time"] >= 2
 
-    cache = Path(os.environ["TOOLPIN_HOME"]) / "crawl-cache"
+    cache = toolpin_cache() / "crawl"
     assert any((cache / "npm" / "_cacache").iterdir()) and any((cache / "uv").iterdir())
     warm = crawl(_options(tmp_path, log_key, config))
     details = [(r.candidate.name, r.status, r.reason, r.hint) for r in warm.results]

@@ -102,3 +102,24 @@ def test_a_fragment_never_fills_in_a_command(site: str, page_factory: Any) -> No
     assert not page.locator("#install-from-log").is_visible()
     assert problems == []
     page.close()
+
+
+def test_the_absolute_path_field_sets_the_launcher(site: str, page_factory: Any) -> None:
+    page, problems = _open(page_factory, site)
+    assert "does not read your shell's PATH" in (
+        page.locator("#note-claude-desktop").text_content() or ""
+    )  # empty field: a bare toolpin, and the note says so
+    page.fill("#install-command", "node server.js")
+    page.fill("#install-name", "srv")
+    page.fill("#install-path", "/home/you/.local/bin/toolpin")
+    expected = install_links(
+        InstallRequest(("node", "server.js"), "srv", (), ("/home/you/.local/bin/toolpin",))
+    )
+    assert _outputs(page) == expected.outputs
+    assert page.locator("#note-claude-desktop").text_content() == ""
+    before = _outputs(page)
+    page.fill("#install-path", "bin/toolpin")
+    assert "must be absolute" in (page.locator("#install-error").text_content() or "")
+    assert _outputs(page) == before
+    assert problems == []
+    page.close()

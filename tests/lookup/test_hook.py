@@ -133,8 +133,8 @@ def test_every_scope_is_read(machine: dict[str, Path], monkeypatch: pytest.Monke
     ]
     assert remote == 1
     line = hook.message(unprotected, remote)
-    assert line.startswith("toolpin: 6 local MCP server(s) here run without toolpin (user-raw,")
-    assert line.endswith("toolpin wrap (1 remote server(s) are not covered by the stdio proxy).")
+    assert line.startswith("toolpin: 6 local MCP servers run here without toolpin (user-raw,")
+    assert line.endswith("toolpin wrap (1 remote server is not covered by the stdio proxy).")
 
 
 def test_claude_config_dir_moves_the_user_file(
@@ -187,7 +187,7 @@ def test_one_hundred_servers_in_under_200_ms(tmp_path: Path) -> None:
         start = time.perf_counter()
         text = context_of(run_hook(env, {"cwd": str(tmp_path)}))
         best = min(best, time.perf_counter() - start)
-    assert text is not None and "toolpin: 100 local MCP server(s)" in text
+    assert text is not None and "toolpin: 100 local MCP servers run" in text
     assert "and 92 more" in text
     assert best < 0.2, best  # the bound, best of three (interpreter start included)
 

@@ -279,8 +279,7 @@ def test_hash_page_that_is_not_a_listing(work: Path) -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [
-        [],
+    [  # a bare `toolpin` prints its help and exits 0 (tests/test_cli_help.py)
         ["pin"],
         ["pin", "--listing", "good.json"],
         ["check", "--lock", "good.lock"],

@@ -47,7 +47,7 @@ def test_sixteen_proxies_of_one_server_pin_once(toolpin_home: Path, tmp_path: Pa
     assert events == ["pin"]
     verify = run_cli(toolpin_home, "verify")
     assert verify.returncode == 0
-    assert verify.stdout.strip() == "audit log ok, 1 entries, chain intact"
+    assert verify.stdout.strip() == "audit log ok, 1 entry, chain intact"
 
 
 def test_sixteen_servers_pin_at_once(toolpin_home: Path, tmp_path: Path) -> None:

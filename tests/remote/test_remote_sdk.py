@@ -18,6 +18,7 @@ import anyio
 import pytest
 from mcp import Client, MCPError
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventStore
 
 from tests.proxy.harness import run_cli
 from tests.remote.helpers import audit_events, only_pin, through_toolpin
@@ -330,3 +331,37 @@ def test_subscriptions_listen_announces_a_change_in_the_2026_era(toolpin_home: P
 
         anyio.run(session)
     assert audit_events(toolpin_home) == ["pin", "drift"]
+
+
+class _MemoryEvents(EventStore):
+    """The SDK's resumability store, in memory: with one, the server opens each SSE answer
+    with a priming event (an id and empty data, no message)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+        self.priming = 0
+
+    async def store_event(self, stream_id: str, message: Any) -> str:
+        self.priming += message is None
+        self.events.append((stream_id, message))
+        return str(len(self.events))
+
+    async def replay_events_after(self, last_event_id: str, send_callback: Any) -> str | None:
+        return None
+
+
+def test_priming_events_pass_without_a_note(toolpin_home: Path, tmp_path: Path) -> None:
+    events = _MemoryEvents()
+    stderr = tmp_path / "stderr.txt"
+    with serve_asgi(sdk_server().streamable_http_app(event_store=events)) as base:
+
+        async def session() -> None:
+            params = through_toolpin(toolpin_home, f"{base}/mcp", stderr=stderr)
+            async with Client(params, mode="legacy") as client:
+                assert [t.name for t in (await client.list_tools()).tools] == ["add"]
+                result = await client.call_tool("add", {"a": 2, "b": 3})
+                assert result.structured_content == {"result": 5}
+
+        anyio.run(session)
+    assert events.priming > 0  # the server did send them
+    assert "event" not in stderr.read_text()  # no note, in any wording

@@ -32,8 +32,8 @@ TOOL_COUNT_ROWS = """\
 row.server }}</a></th><td>{{ row.events }}</td><td>{{ row.toolsBefore if row.toolsBefore is \
 not none else "?" }} → {{ row.toolsAfter if row.toolsAfter is not none else "?" }}</td><td>\
 {{ row.toolsAdded }}</td><td>{{ row.toolsRemoved }}</td><td>{{ row.toolsChanged }}</td><td>\
-{{ row.schemaOnly }}</td><td>{% if row.firstChange.gap %}between {{ row.firstChange.from }} \
-and {{ row.firstChange.to }}{% else %}{{ row.firstChange.to }}{% endif %}</td></tr>
+{{ row.schemaOnly }}</td><td>{% if row.firstChange.gap %}between {{ row.firstChange.from|when }} \
+and {{ row.firstChange.to|when }}{% else %}{{ row.firstChange.to|when }}{% endif %}</td></tr>
 {% endfor %}
 """
 

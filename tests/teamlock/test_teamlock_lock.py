@@ -78,7 +78,7 @@ def test_lock_check_update_round_trip_against_sdk_servers(project: Project, tmp_
     assert "calc: changed since it was locked" in drifted.out
     assert "paged: matches the lock" in drifted.out
     assert "What changed" in drifted.out
-    assert "1 server(s) differ from toolpin.lock" in drifted.out
+    assert "1 server differs from toolpin.lock" in drifted.out
 
     updated = project.toolpin("lock")
     assert updated.code == 0
@@ -128,7 +128,7 @@ def locked(project: Project, servers: Servers) -> Project:
 def test_check_matches(locked: Project) -> None:
     result = locked.toolpin("lock", "--check")
     assert result.code == 0
-    assert "All 3 server(s) match" in result.out
+    assert "All 3 servers match" in result.out
     for name in ("legacy", "notes", "paged"):
         assert f"{name}: matches the lock" in result.out
 
@@ -158,7 +158,7 @@ def test_check_fails_on_any_definition_change(
     result = locked.toolpin("lock", "--check")
     assert result.code == 1
     assert f"{server}: changed since it was locked" in result.out
-    assert "1 server(s) differ from toolpin.lock." in result.out
+    assert "1 server differs from toolpin.lock." in result.out
     if label:
         assert label in result.out.lower()
 
@@ -299,7 +299,7 @@ def test_lock_keeps_the_entry_of_a_server_that_failed_to_start(
     result = locked.toolpin("lock")
     assert result.code == 1
     assert "legacy: the server exited (code 3)" in result.out
-    assert "1 server(s) could not be locked." in result.out
+    assert "1 server could not be locked." in result.out
     assert lock_doc(locked)["servers"]["legacy"] == before
 
 

@@ -46,7 +46,7 @@ def test_unpinned_npx_is_resolved_and_probed_at_the_exact_version(
 
     assert result.code == 0, result.out + result.err
     assert "notes: locked (2 tools, notes-mcp 1.3.0)" in result.out
-    assert "1 server(s) run the newest version of a package" in result.out
+    assert "1 server runs the newest version of a package" in result.out
     assert notes.specs() == ["notes-mcp@1.3.0"]
     assert notes.runs()[0]["args"] == ["-y", "notes-mcp@1.3.0"]
     assert lock_entry(project, "notes")["package"] == {

@@ -156,7 +156,7 @@ def test_real_packages_cold_and_warm(tmp_path: Path) -> None:
     # Warm caches: the check matches, and locking again records exactly the same.
     check = team.toolpin("lock", "--check", "--timeout", TIMEOUT)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "All 2 server(s) match toolpin.lock." in check.stdout
+    assert "All 2 servers match toolpin.lock." in check.stdout
     warm = team.toolpin("lock", "--out", "warm.lock", "--timeout", TIMEOUT)
     assert warm.returncode == 0, warm.stdout + warm.stderr
     for name, entry in team.lock("warm.lock").items():

@@ -92,7 +92,7 @@ def test_slow_servers_are_locked_checked_and_run(
 
     checked = project.toolpin("lock", "--check", "--timeout", f"{timeout:g}")
     assert checked.code == 0, checked.out + checked.err
-    assert "All 2 server(s) match" in checked.out
+    assert "All 2 servers match" in checked.out
 
     def run(era: str) -> tuple[dict[str, Any], list[str], int, bytes]:
         client = project.start_proxy(

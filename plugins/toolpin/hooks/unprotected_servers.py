@@ -217,14 +217,17 @@ def message(unprotected: list[str], remote: int) -> str | None:
         return None
     shown = ", ".join(unprotected[:MAX_NAMES])
     more = f", and {len(unprotected) - MAX_NAMES} more" if len(unprotected) > MAX_NAMES else ""
+    count = len(unprotected)  # this hook runs alone: no toolpin import, so no render.counted
+    servers = "local MCP server runs" if count == 1 else "local MCP servers run"
     line = (
-        f"toolpin: {len(unprotected)} local MCP server(s) here run without toolpin "
+        f"toolpin: {count} {servers} here without toolpin "
         f"({shown}{more}). "
         "Their tool definitions can change after approval without anyone noticing. "
         "If the user wants that covered, they can run: toolpin wrap"
     )
     if remote:
-        line += f" ({remote} remote server(s) are not covered by the stdio proxy)"
+        servers = "remote server is" if remote == 1 else "remote servers are"
+        line += f" ({remote} {servers} not covered by the stdio proxy)"
     return line + "."
 
 

@@ -123,6 +123,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.UsageError as exc:
+        if _is_help_request(exc):
+            # A bare `toolpin` or `toolpin log`: the help on stdout, exit 0 (as git and uv).
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+            sys.exit(0)
         where = exc.ctx.command_path if exc.ctx is not None else "toolpin"
         _fail(f"{exc.format_message()}\nTry '{where} --help' for help.", 2)
     except click.ClickException as exc:
@@ -139,6 +143,15 @@ def main(argv: list[str] | None = None) -> None:
         _fail(internal_error(exc), 2)
     # Commands return their exit code (0 clean, 1 drift); None means 0.
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _is_help_request(exc: BaseException) -> bool:
+    """True for click's "no arguments, so show the help" (click 8.2+ raises it as a usage
+    error; click 8.1 printed the help and exited 0 itself)."""
+    import click
+
+    help_error = getattr(click.exceptions, "NoArgsIsHelpError", None)
+    return help_error is not None and isinstance(exc, help_error)
 
 
 def internal_error(exc: BaseException) -> str:

@@ -88,7 +88,7 @@ SOURCE_CHOICES = ("config", "registry", "npm", "github")
     "cache_dir",
     default=None,
     type=click.Path(file_okay=False),
-    help="Shared package caches (default: $TOOLPIN_HOME/crawl-cache).",
+    help="Shared package caches (default: crawl in the cache directory, ~/.cache/toolpin).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--full", is_flag=True, help="Ignore the registry's updated_since mark.")
@@ -161,23 +161,23 @@ def crawl_cmd(
 
 def _progress_line(event: CrawlEvent) -> None:
     """One stderr line per event that names a server (and per source, and the signing)."""
-    from toolpin.core.render import clip, visible
+    from toolpin.core.render import clip, counted, visible
 
     name = clip(visible(event.name or ""), 60)
     if event.kind == "source":
-        line = f"source {event.detail}: {event.total} candidate(s)"
+        line = f"source {event.detail}: {counted(event.total, 'candidate')}"
         if event.status:
             line += f" (failed: {visible(event.status)})"
     elif event.kind == "start":
-        line = f"probing {event.total} server(s)"
-    elif event.kind == "probe":
-        line = f"[{event.done}/{event.total}] probing {name}"
+        line = f"probing {counted(event.total, 'server')}"
+    elif event.kind == "probe":  # two counts: how many probes have started, have finished
+        line = f"started {event.done} of {event.total}: {name}"
     elif event.kind == "done":
         took = f" ({event.seconds:.1f}s)" if event.seconds is not None else ""
         reason = f": {clip(visible(event.detail), 160)}" if event.detail else ""
-        line = f"[{event.done}/{event.total}] {event.status} {name}{took}{reason}"
+        line = f"finished {event.done} of {event.total}: {name} {event.status}{took}{reason}"
     else:
-        line = f"signing {event.total} new entr{'y' if event.total == 1 else 'ies'}"
+        line = f"signing {counted(event.total, 'new entry', 'new entries')}"
     click.echo(line, err=True)
 
 

@@ -6,17 +6,22 @@ import click
 
 
 @click.command("demo")
-def demo_command() -> int:
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the demo's pin store afterwards, to try review and approve on it.",
+)
+def demo_command(keep: bool) -> int:
     """Pin a bundled server, then see toolpin block it after it changes its tool.
 
-    Offline, in a temporary pin store (your pins are untouched); no tool is called.
-    Exit 0 when the change is blocked, 1 otherwise.
+    Offline, in a temporary pin store (your pins are untouched; it is deleted at the end
+    unless --keep); no tool is called. Exit 0 when the change is blocked, 1 otherwise.
     """
     from toolpin.cli._output import stdout_color
     from toolpin.demo.run import run_demo
 
     color = stdout_color()
-    return run_demo(lambda text: click.echo(text, color=color), color=color)
+    return run_demo(lambda text: click.echo(text, color=color), color=color, keep=keep)
 
 
 @click.command("demo-server")

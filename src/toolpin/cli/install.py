@@ -9,7 +9,7 @@ import json
 
 import click
 
-from toolpin import __version__
+from toolpin.cli.launcher_options import chosen_launcher, force_option, launcher_option
 
 
 @click.command(
@@ -24,19 +24,14 @@ from toolpin import __version__
     metavar="NAME",
     help="A variable the server needs (name only; repeat). Never a value.",
 )
-@click.option(
-    "--launcher",
-    type=click.Choice(["toolpin", "uvx"]),
-    default="toolpin",
-    show_default=True,
-    help=f"How clients start toolpin: the installed command, or uvx toolpin@{__version__}.",
-)
+@launcher_option
+@force_option
 @click.option(
     "--client",
     "clients",
     multiple=True,
     metavar="CLIENT",
-    help="Print only this output (repeat); see the list below.",
+    help="Print only this output (repeat): one of the Outputs above.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print every output as one JSON object.")
 @click.option(
@@ -52,6 +47,7 @@ def install_links_command(
     name: str | None,
     env: tuple[str, ...],
     launcher: str,
+    force: bool,
     clients: tuple[str, ...],
     as_json: bool,
     readme_id: str | None,
@@ -60,12 +56,15 @@ def install_links_command(
 ) -> int:
     """Print the entry that runs CMD behind `toolpin run` for each MCP client.
 
-    Outputs: claude-code, claude-desktop, cursor, cursor-web, vscode, vscode-insiders,
-    vscode-cli, codex, gemini, windsurf, lmstudio, lmstudio-web, goose.
+    Outputs (--client): claude-code, claude-desktop, cursor, cursor-web, vscode,
+    vscode-insiders, vscode-cli, codex, gemini, windsurf, lmstudio, lmstudio-web, goose.
 
+    \b
     toolpin install-links --name files -- npx -y @modelcontextprotocol/server-filesystem /tmp
 
     A README link names the server by its log id and never carries a command:
+
+    \b
     toolpin install-links --readme 3f2a9c0d1e4b5a67 --base-url https://log.example.org
     """
     from toolpin.clients.install_links import (
@@ -92,12 +91,12 @@ def install_links_command(
     unknown = [c for c in clients if c not in CLIENTS]
     if unknown:
         raise click.UsageError(f"unknown --client {unknown[0]!r}; one of: {', '.join(CLIENTS)}")
-    runner = ("toolpin",) if launcher == "toolpin" else ("uvx", f"toolpin@{__version__}")
+    start = chosen_launcher(launcher, force)
     request = InstallRequest(
         argv=tuple(argv),
         name=name if name is not None else default_name(argv),
         env=env,
-        launcher=runner,
+        launcher=start.argv,
     )
     links = install_links(request)
     chosen = [c for c in CLIENTS if not clients or c in clients]

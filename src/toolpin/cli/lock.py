@@ -141,7 +141,7 @@ def _outcome_lines(report: LockReport, *, full: bool = False) -> list[Line]:
 
 
 def lock_lines(report: LockReport, out: str) -> list[Line]:
-    from toolpin.core.render import Line
+    from toolpin.core.render import Line, counted
 
     lines = _outcome_lines(report)
     if report.wrote:
@@ -156,29 +156,33 @@ def lock_lines(report: LockReport, out: str) -> list[Line]:
         if report.newest_held:
             lines.append(
                 Line(
-                    f"{report.newest_held} server(s) run the newest version of a package; with "
-                    "the lock they stay at the version recorded here until the lock is updated."
+                    f"{counted(report.newest_held, 'server')} "
+                    f"{'runs' if report.newest_held == 1 else 'run'} the newest version of a "
+                    "package; with the lock they stay at the version recorded here until the "
+                    "lock is updated."
                 )
             )
     if not report.outcomes:
         lines.append(Line("The config lists no local server to lock; nothing was written."))
     failed = sum(1 for o in report.outcomes if not o.ok)
     if failed:
-        lines.append(Line(f"{failed} server(s) could not be locked.", "bad"))
+        lines.append(Line(f"{counted(failed, 'server')} could not be locked.", "bad"))
     return lines
 
 
 def check_lines(report: LockReport) -> list[Line]:
-    from toolpin.core.render import Line
+    from toolpin.core.render import Line, counted
 
     lines = _outcome_lines(report, full=True)
     differ = [o for o in report.outcomes if not o.ok and o.status != "failed"]
     failed = [o for o in report.outcomes if o.status == "failed"]
     total = len(report.outcomes)
     if report.ok:
-        lines.append(Line(f"All {total} server(s) match {report.lock_path}.", "good"))
+        every = "The server matches" if total == 1 else f"All {total} servers match"
+        lines.append(Line(f"{every} {report.lock_path}.", "good"))
         return lines
-    text = f"{len(differ)} server(s) differ from {report.lock_path}"
+    verb = "differs" if len(differ) == 1 else "differ"
+    text = f"{counted(len(differ), 'server')} {verb} from {report.lock_path}"
     if failed:
         text += f", {len(failed)} could not start"
     lines.append(Line(text + ".", "bad"))

@@ -59,7 +59,7 @@ def _record_json(record: PinRecord, *, full: bool) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_command(as_json: bool) -> int:
     """List the pinned servers (a change waiting for review is marked)."""
-    from toolpin.core.render import Line, visible
+    from toolpin.core.render import Line, plural, visible
     from toolpin.pins.store import PinRecord
 
     records = _store().all()
@@ -84,7 +84,8 @@ def list_command(as_json: bool) -> int:
             continue
         snap = item.snapshot
         tools = len(snap.tools) if snap.tools is not None else 0
-        text = f"{item.id}  {tools:>3} tools  {snap.surface_hash()[:12]}  {visible(item.label)}"
+        noun = plural(tools, "tool")
+        text = f"{item.id}  {tools:>3} {noun:<5}  {snap.surface_hash()[:12]}  {visible(item.label)}"
         if item.command is not None:  # a pin found by --name: its command tells it apart
             text += f"  ({visible(item.command.label)}, command {item.command.id[:8]})"
         if item.pending is not None:
@@ -256,6 +257,7 @@ def forget_command(server_id: str | None, name: str | None) -> int:
 @click.command("verify")
 def verify_command() -> int:
     """Check the local audit log's hash chain."""
+    from toolpin.core.render import counted
     from toolpin.pins.audit import verify_chain
 
     store = _store()
@@ -264,7 +266,7 @@ def verify_command() -> int:
         click.echo("no local audit log yet")
         return 0
     if report.ok:
-        click.echo(f"audit log ok, {report.entries} entries, chain intact")
+        click.echo(f"audit log ok, {counted(report.entries, 'entry')}, chain intact")
         return 0
     click.echo(
         f"audit log BROKEN: {report.problem} (after {report.entries} good entries)", err=True

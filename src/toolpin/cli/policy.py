@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from toolpin.cli.launcher_options import chosen_launcher, force_option, launcher_option
+
 PRODUCT_CHOICES = ("claude-code", "copilot", "codex", "cursor", "all")
 
 
@@ -27,19 +29,8 @@ PRODUCT_CHOICES = ("claude-code", "copilot", "codex", "cursor", "all")
     metavar="DIR",
     help="Write <DIR>/<product>/...",
 )
-@click.option(
-    "--launcher",
-    default="path",
-    show_default=True,
-    metavar="path|uvx|toolpin|PATH",
-    help=(
-        "How machines start toolpin: this machine's installed toolpin by its absolute path, "
-        "uvx toolpin@<version> (once published), toolpin on PATH, or a path."
-    ),
-)
-@click.option(
-    "--force", is_flag=True, help="Write the launcher even if `LAUNCHER --version` fails here."
-)
+@launcher_option
+@force_option
 def policy_command(
     product: str, config: str, lock: str, out: str, launcher: str, force: bool
 ) -> int:
@@ -51,6 +42,7 @@ def policy_command(
     from pathlib import Path
 
     from toolpin.clients import policy
+    from toolpin.core.render import counted
     from toolpin.errors import InputError
 
     policy.check_lock_path(lock)
@@ -62,16 +54,7 @@ def policy_command(
     except UnicodeDecodeError:
         raise InputError(f"cannot read {config} (not UTF-8)") from None
     servers, notes = policy.read_approved(text)
-    from toolpin.clients.wrap import check_launcher, installed_launcher
-
-    if launcher == "path":
-        argv0: tuple[str, ...] = installed_launcher().argv
-    elif launcher == "uvx":
-        argv0 = policy.default_launcher()
-    else:
-        argv0 = (launcher,)
-    if not force:
-        check_launcher(argv0)
+    argv0 = chosen_launcher(launcher, force).argv
     products = policy.PRODUCTS if product == "all" else (product,)
     outputs = [
         policy.build(p, servers, lock=lock, launcher=argv0, notes=notes)  # type: ignore[arg-type]
@@ -81,7 +64,8 @@ def policy_command(
         target = policy.write(output, Path(out))
         names = ", ".join(f.name for f in output.files)
         click.echo(
-            f"{output.product}: wrote {names} for {output.server_count} server(s) to {target}"
+            f"{output.product}: wrote {names} for {counted(output.server_count, 'server')} "
+            f"to {target}"
         )
         click.echo(f"  {policy.DEPLOY[output.product]}")
     all_notes = dict.fromkeys(n for o in outputs for n in o.notes)

@@ -52,6 +52,8 @@ def _who(row: dict[str, Any]) -> str:
 
 
 def _since_lines(doc: dict[str, Any]) -> list[str]:
+    from toolpin.core.render import counted
+
     since, cp = doc["since"], doc["checkpoint"]
     start = (
         f"the kept checkpoint (size {since['size']})"
@@ -59,15 +61,16 @@ def _since_lines(doc: dict[str, Any]) -> list[str]:
         else f"{since['cutoff']} (tree size {since['size']})"
     )
     lines = [
-        f"log {cp['origin']}: {doc['entries']} entries since {start}; signed checkpoint "
-        f"size {cp['size']}, consistent (proof of {len(doc['consistencyProof'])} hashes)"
+        f"log {cp['origin']}: {counted(doc['entries'], 'entry')} since {start}; signed "
+        f"checkpoint size {cp['size']}, consistent (proof of "
+        f"{counted(len(doc['consistencyProof']), 'hash', 'hashes')})"
     ]
     for row in doc["changes"]:
         mark = "*" if row["watched"] else " "
         if row["kind"] == "first-recorded":
             tools = row["counts"].get("tools", 0)
             lines.append(
-                f"{mark} new      {_who(row)}  {row['observedAt']}  {tools} tools  "
+                f"{mark} new      {_who(row)}  {row['observedAt']}  {counted(tools, 'tool')}  "
                 f"entry {row['index']}"
             )
             continue
@@ -93,12 +96,14 @@ def _since_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def _monthly_lines(doc: dict[str, Any]) -> list[str]:
+    from toolpin.core.render import counted
+
     s, c = doc["servers"], doc["changes"]
     partial = " (partial: the month is not over)" if doc["partial"] else ""
     lines = [
-        f"{doc['month']}{partial}: {s['changed']} of {s['tracked']} servers changed, "
+        f"{doc['month']}{partial}: {s['changed']} of {counted(s['tracked'], 'server')} changed, "
         f"{s['recordedNew']} recorded for the first time",
-        f"{c['events']} changes: tools +{c['toolsAdded']} -{c['toolsRemoved']} "
+        f"{counted(c['events'], 'change')}: tools +{c['toolsAdded']} -{c['toolsRemoved']} "
         f"~{c['toolsChanged']} ({c['schemaOnly']} schema only), {c['afterGap']} after a gap",
         "labels (totals): " + (", ".join(f"{k} {v}" for k, v in doc["labels"].items()) or "none"),
     ]
@@ -158,6 +163,7 @@ def report_command(
 ) -> int:
     """Report from the verified log: --since a kept checkpoint (or 24h, 7d), or --month.
 
+    \b
     toolpin log report --log public-log --vkey log.vkey --since kept.checkpoint --watch ID
     """
     from toolpin.crawl import report as rep

@@ -53,9 +53,13 @@ def run_command(
     """Sit in front of an MCP server: pin on first run, verify on every later one.
 
     Put it before the server command in a client config:
+
+    \b
     toolpin run --name files -- npx -y @modelcontextprotocol/server-filesystem /tmp
 
     or give a remote server's URL (headers may name ${env:VAR}):
+
+    \b
     toolpin run --name docs --url https://example.com/mcp --header 'X-Api-Key: ${env:KEY}'
     """
     argv = list(command)

@@ -35,7 +35,8 @@ import click
     "state_file",
     default=None,
     help="Crawl state file for the last good look of each server "
-    "(default: crawl-state.sqlite next to the log directory, when it exists).",
+    "(default: the one `log crawl` keeps, <log name>.crawl-state.sqlite next to the log "
+    "directory, when it exists).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 def site_cmd(
@@ -57,8 +58,9 @@ def site_cmd(
     if state_file is not None:
         state: Path | None = Path(state_file)
     else:
-        default = log_path.resolve().parent / "crawl-state.sqlite"
-        state = default if default.is_file() else None
+        from toolpin.crawl.runner import existing_state_path
+
+        state = existing_state_path(log_path, verifier.name)
     result = build_site(
         log_path,
         verifier,
@@ -80,9 +82,12 @@ def site_cmd(
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
+        from toolpin.core.render import counted
+
         click.echo(
-            f"built {out_dir} from checkpoint {result.checkpoint_size}: {result.servers} "
-            f"servers ({result.opted_out} opted out), {result.files} files, "
+            f"built {out_dir} from checkpoint {result.checkpoint_size}: "
+            f"{counted(result.servers, 'server')} ({result.opted_out} opted out), "
+            f"{counted(result.files, 'file')}, "
             f"{result.written} written, {result.unchanged} unchanged, {result.removed} removed"
         )
     return 0

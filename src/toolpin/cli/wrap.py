@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolpin.cli.launcher_options import chosen_launcher, force_option, launcher_option
+
 if TYPE_CHECKING:
     from toolpin.clients.documents import Entry
     from toolpin.clients.locations import ConfigLocation
@@ -117,16 +119,8 @@ def _nothing_found(plan: Plan, command: str) -> bool:
     "--project", is_flag=True, help="Also the project's shared .mcp.json, .vscode/, .cursor/."
 )
 @click.option("--lock", metavar="FILE", help="Enforce this lockfile in project entries.")
-@click.option(
-    "--launcher",
-    default="path",
-    show_default=True,
-    type=click.Choice(["path", "uvx"]),
-    help="Start toolpin by its absolute path, or with uvx toolpin@<version> (once published).",
-)
-@click.option(
-    "--force", is_flag=True, help="Write the launcher even if `LAUNCHER --version` fails."
-)
+@launcher_option
+@force_option
 @click.option(
     "--remote",
     is_flag=True,
@@ -151,21 +145,17 @@ def wrap_command(
     from pathlib import Path
 
     from toolpin.clients.wrap import (
-        check_launcher,
         check_lock_file,
-        installed_launcher,
         plan_wrap,
-        uvx_launcher,
     )
+    from toolpin.core.render import counted
 
     if lock and not project:
         raise click.UsageError("--lock is for the project's shared .mcp.json: add --project.")
     held: frozenset[str] = frozenset()
     if lock:
         held = check_lock_file(lock, Path.cwd())  # before anything is planned or written
-    chosen = uvx_launcher() if launcher == "uvx" else installed_launcher()
-    if not force:
-        check_launcher(chosen.argv)
+    chosen = chosen_launcher(launcher, force)
     locations = _locations(configs, project)
     plan = plan_wrap(locations, launcher=chosen, lock=lock, held=held, remote=remote)
     if _nothing_found(plan, "wrap"):
@@ -195,7 +185,7 @@ def wrap_command(
         return unreadable
     if chosen.note:
         click.echo(f"note: {chosen.note}", err=True)
-    if not _confirm_and_apply(plan, f"Protect {count} server(s)?", yes, dry_run):
+    if not _confirm_and_apply(plan, f"Protect {counted(count, 'server')}?", yes, dry_run):
         return unreadable
     click.echo(
         "If an app asks to allow a command, the wrapped command is: "
@@ -243,6 +233,7 @@ def _ask_remotes(
 def unwrap_command(yes: bool, dry_run: bool, configs: tuple[str, ...], project: bool) -> int:
     """Take the toolpin proxy (or mcp-pin's) out of every wrapped server entry."""
     from toolpin.clients.wrap import plan_unwrap
+    from toolpin.core.render import counted
 
     plan = plan_unwrap(_locations(configs, project))
     if _nothing_found(plan, "unwrap"):
@@ -253,7 +244,7 @@ def unwrap_command(yes: bool, dry_run: bool, configs: tuple[str, ...], project: 
     if count == 0:
         click.echo("Nothing to unwrap.")
         return unreadable
-    if not _confirm_and_apply(plan, f"Unprotect {count} server(s)?", yes, dry_run):
+    if not _confirm_and_apply(plan, f"Unprotect {counted(count, 'server')}?", yes, dry_run):
         return unreadable
     click.echo("Your pins stay in place; toolpin wrap puts protection back.")
     return unreadable

@@ -109,6 +109,11 @@ __all__ = [
 ]
 
 
+ABSOLUTE_COMMAND: Final = re.compile(r"/|[A-Za-z]:[\\/]|\\\\")
+"""A launcher that is an absolute path (POSIX, ``C:\\``, ``\\\\server``); the same test as
+install.js, so both say the same about a bare command."""
+
+
 @dataclass(frozen=True)
 class InstallRequest:
     """What to install: the server's argv, its name, the variables it needs, the launcher."""
@@ -331,6 +336,13 @@ def install_links(request: InstallRequest) -> InstallLinks:
             f"LM Studio has no variable mechanism: add {names} under env in mcp.json yourself."
         )
         notes["lmstudio-web"] = notes["lmstudio"]
+    if not ABSOLUTE_COMMAND.match(request.launcher[0]):
+        bare = (
+            f"Claude Desktop does not read your shell's PATH, so a bare "
+            f"{request.launcher[0]} may not start: give its absolute path "
+            f"(`command -v {request.launcher[0]}` prints it)."
+        )
+        notes["claude-desktop"] = f"{notes['claude-desktop']} {bare}" if env else bare
     return InstallLinks(request, out, notes)
 
 

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from toolpin import __version__
 from toolpin.clients.documents import Entry, JsonDocument
 from toolpin.clients.wrap import proxy_args, recognise_wrap
 from toolpin.errors import ConfigError, InputError
@@ -184,11 +183,6 @@ def wrapped_argv(server: ApprovedServer, launcher: Sequence[str], lock: str) -> 
         flags = proxy_args(server.name, lock, only_locked=True)[:-1]  # no "--"
         return [*launcher, *flags, *remote]
     return [*launcher, *proxy_args(server.name, lock, only_locked=True), *server.argv]
-
-
-def default_launcher(version: str = __version__) -> tuple[str, ...]:
-    """``uvx toolpin@<version>``: the same exact toolpin on every machine, found on PATH."""
-    return ("uvx", f"toolpin@{version}")
 
 
 def build(

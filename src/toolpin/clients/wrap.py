@@ -21,16 +21,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from toolpin import __version__
 from toolpin.clients.documents import ConfigDocument, Entry, open_document, remote_headers
+from toolpin.clients.launcher import (
+    Launcher,
+    check_launcher,
+    installed_launcher,
+    uvx_launcher,
+)
 from toolpin.clients.locations import ConfigLocation
 from toolpin.clients.naming import wrapped_name
 from toolpin.core.render import visible
@@ -47,19 +50,6 @@ _MCP_PIN_SPEC = re.compile(r"mcp-pin(@.*)?")
 
 
 # ---- launcher ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Launcher:
-    """The argv that starts toolpin: ``(/abs/toolpin,)`` or ``(uvx, toolpin@<version>)``."""
-
-    argv: tuple[str, ...]
-    note: str | None = None
-    """Said with the plan, e.g. when the command lives in a checkout's ``.venv``."""
-
-    def command_line(self, name: str, inner: Sequence[str], lock: str | None = None) -> list[str]:
-        """The full wrapped argv for a server ``name`` running ``inner``."""
-        return [*self.argv, *proxy_args(name, lock, first=inner[0] if inner else None), *inner]
 
 
 def proxy_args(
@@ -83,91 +73,6 @@ RUN_VALUE_OPTIONS: Final = frozenset(
 )
 """Options of ``toolpin run`` that take a value (the click-free parser in ``__main__``)."""
 RUN_FLAGS: Final = frozenset({"--quiet", "--only-locked"})
-
-
-def _is_checkout_venv(command: Path) -> bool:
-    """True when ``command`` lives in a project's own virtual environment (``.venv`` next
-    to a ``pyproject.toml`` or ``.git``): it breaks when that checkout moves or goes."""
-    for parent in command.parents:
-        if (parent / "pyvenv.cfg").is_file():
-            project = parent.parent
-            return (project / "pyproject.toml").exists() or (project / ".git").exists()
-    return False
-
-
-def installed_launcher() -> Launcher:
-    """The installed ``toolpin`` command, as an absolute path.
-
-    GUI clients do not inherit the shell's PATH, so a bare ``toolpin`` may not start from
-    them. Prefers the user's installed tool (``make install``, ``pipx``, ``uv tool``: on
-    PATH or beside this interpreter) over a checkout's ``.venv``, which breaks when the
-    checkout moves; falls back to the latter with a note.
-    """
-    script = "toolpin.exe" if os.name == "nt" else "toolpin"
-    beside = Path(sys.executable).parent / script
-    found = shutil.which(script)
-    candidates = [Path(c).absolute() for c in (found, beside) if c and Path(c).is_file()]
-    for candidate in candidates:
-        if not _is_checkout_venv(candidate):
-            return Launcher((str(candidate),))
-    if candidates:
-        return Launcher(
-            (str(candidates[-1]),),
-            note=(
-                f"toolpin runs from a checkout's virtual environment ({candidates[-1]}); "
-                "wrapped entries stop starting if it moves. `make install` puts a stable "
-                "toolpin on PATH."
-            ),
-        )
-    raise ConfigError(
-        "cannot find the installed toolpin command",
-        advice="Install toolpin from its checkout with `make install`, then run this again.",
-    )
-
-
-def uvx_launcher(version: str = __version__) -> Launcher:
-    """``uvx toolpin@<version>`` (uvx's exact-version syntax); uvx by absolute path if found."""
-    uvx = shutil.which("uvx")
-    return Launcher((str(Path(uvx).absolute()) if uvx else "uvx", f"toolpin@{version}"))
-
-
-def check_launcher(argv: Sequence[str], *, timeout: float = 60.0) -> None:
-    """Refuse a launcher that does not start: ``LAUNCHER --version`` must print toolpin's.
-
-    A client on an entry whose command cannot start shows only "Connection closed", so
-    this is checked before anything is written (``--force`` skips it).
-    """
-    import subprocess
-
-    shown = " ".join(argv)
-    try:
-        done = subprocess.run(
-            [*argv, "--version"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise ConfigError(
-            f"the launcher `{visible(shown)}` does not start: command not found",
-            advice="Choose another --launcher, or pass --force to write it anyway.",
-        ) from None
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        why = "no answer in time" if isinstance(exc, subprocess.TimeoutExpired) else str(exc)
-        raise ConfigError(
-            f"the launcher `{visible(shown)}` does not start: {visible(why)}",
-            advice="Choose another --launcher, or pass --force to write it anyway.",
-        ) from None
-    if done.returncode != 0 or not done.stdout.startswith(b"toolpin"):
-        raise ConfigError(
-            f"the launcher `{visible(shown)}` does not start toolpin "
-            f"(`{visible(shown)} --version` exited {done.returncode})",
-            advice=(
-                "toolpin is not published on a package index yet: install it with "
-                "`make install` and use the default launcher, or pass --force."
-            ),
-        )
 
 
 # ---- recognising wrapped entries -----------------------------------------------------

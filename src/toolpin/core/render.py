@@ -128,6 +128,26 @@ def clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def plural(count: int, singular: str, many: str | None = None) -> str:
+    """The noun for ``count`` of it: ``tool`` for 1, ``tools`` otherwise (``0 tools``).
+
+    ``many`` names an irregular plural; by default ``s`` is added, and a ``y`` after a
+    consonant becomes ``ies`` (``entry``, ``entries``).
+    """
+    if count == 1:
+        return singular
+    if many is not None:
+        return many
+    if singular.endswith("y") and singular[-2:-1] not in ("", "a", "e", "i", "o", "u"):
+        return singular[:-1] + "ies"
+    return singular + "s"
+
+
+def counted(count: int, singular: str, many: str | None = None) -> str:
+    """``1 tool``, ``2 tools``, ``0 tools``, ``1 entry``, ``3 entries``: a count and its noun."""
+    return f"{count} {plural(count, singular, many)}"
+
+
 # ------------------------------------------------------------------------------- styled lines
 
 

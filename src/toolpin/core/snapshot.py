@@ -253,19 +253,24 @@ class Identity:
     """What the server says it is. Self-reported: shown, never trusted for identity."""
 
     name: str
-    version: str
+    version: str | None
+    """None when the server gave no usable version (written as ``null``)."""
     protocol_version: str | None = None
+
+    def shown_version(self) -> str:
+        """The version for a person: ``(none)`` when the server gave none."""
+        return self.version if self.version is not None else "(none)"
 
     def label(self) -> str:
         """``name version`` plus `` (protocol p)`` when known."""
-        text = f"{self.name} {self.version}"
+        text = f"{self.name} {self.shown_version()}"
         if self.protocol_version is not None:
             text += f" (protocol {self.protocol_version})"
         return text
 
-    def to_json(self) -> dict[str, str]:
-        """The lockfile form."""
-        out = {"name": self.name, "version": self.version}
+    def to_json(self) -> dict[str, str | None]:
+        """The lockfile form (``"version": null`` when the server gave none)."""
+        out: dict[str, str | None] = {"name": self.name, "version": self.version}
         if self.protocol_version is not None:
             out["protocolVersion"] = self.protocol_version
         return out

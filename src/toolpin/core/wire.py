@@ -72,13 +72,13 @@ def _line(value: Any) -> str | None:
 
 def _identity(info: Any, protocol: Any) -> Identity | None:
     # Self-reported and display-only: a server whose name is not a usable one-line text
-    # has no identity; an unusable version reads "(none)".
+    # has no identity; an unusable version is None (null in JSON, "(none)" when shown).
     if not isinstance(info, dict):
         return None
     name = _line(info.get("name"))
     if name is None:
         return None
-    return Identity(name, _line(info.get("version")) or "(none)", _line(protocol))
+    return Identity(name, _line(info.get("version")), _line(protocol))
 
 
 def identity_from_initialize(result: Mapping[str, Any]) -> Identity | None:

@@ -17,10 +17,11 @@ Each probe still gets its own scratch ``HOME``. What is shared depends on whose 
 Installs of the same package spec are serialised within a crawl (:meth:`SharedCaches.
 lock_for`): ``npx``'s trees are not safe for two writers.
 
-The root is ``--cache-dir``, else ``$TOOLPIN_HOME/crawl-cache`` (the per-user toolpin
-directory), created private (0700). The probe sandbox is an environment sandbox, not a
-file-system jail: a server runs as the crawler's user and could write there anyway, so
-run crawls of public listings as a dedicated user (see ``docs/crawler.md``).
+The root is ``--cache-dir``, else ``crawl`` in the per-user cache directory
+(:func:`toolpin.util.fs.toolpin_cache`: ``~/.cache/toolpin/crawl``), created private
+(0700). The probe sandbox is an environment sandbox, not a file-system jail: a server runs
+as the crawler's user and could write there anyway, so run crawls of public listings as a
+dedicated user (see ``docs/crawler.md``).
 """
 
 from __future__ import annotations
@@ -31,14 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-CACHE_DIR_NAME: Final = "crawl-cache"
+CACHE_DIR_NAME: Final = "crawl"
 
 
 def default_cache_dir() -> Path:
-    """``$TOOLPIN_HOME/crawl-cache`` (or the platform's user data dir)."""
-    from toolpin.util.fs import toolpin_home
+    """``crawl`` in toolpin's cache directory (``~/.cache/toolpin/crawl``, or
+    ``$TOOLPIN_CACHE/crawl``, or ``$TOOLPIN_HOME/cache/crawl``)."""
+    from toolpin.util.fs import toolpin_cache
 
-    return toolpin_home() / CACHE_DIR_NAME
+    return toolpin_cache() / CACHE_DIR_NAME
 
 
 @dataclass(frozen=True)

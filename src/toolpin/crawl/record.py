@@ -11,7 +11,7 @@ An entry is the RFC 8785 form of::
       "digests": {"surface", "tools", "prompts", "resources", "resourceTemplates",
                   "instructions"},            # hex SHA-256; null = unknown / no instructions
       "counts": {"tools": 3, ...},             # per listing observed (same names as digests)
-      "serverInfo": {"name", "version"}?,      # self-reported, display only
+      "serverInfo": {"name", "version"?}?,     # self-reported, display only
       "previous": 12 | null,                   # this server's previous entry (continuity)
       "previousLookAt": "2026-11-29T04:01:10Z"?,  # the last good look before this one
       "probeEnv": {"supplied": [...], "placeholders": [...]}?,   # variable names only
@@ -138,10 +138,9 @@ def observation_record(
     if previous is not None and previous_look is not None:
         record["previousLookAt"] = previous_look
     if snap.identity is not None:
-        record["serverInfo"] = {
-            "name": clip(snap.identity.name, MAX_INFO_CHARS),
-            "version": clip(snap.identity.version, MAX_INFO_CHARS),
-        }
+        record["serverInfo"] = {"name": clip(snap.identity.name, MAX_INFO_CHARS)}
+        if snap.identity.version is not None:  # none given: no member (never "(none)")
+            record["serverInfo"]["version"] = clip(snap.identity.version, MAX_INFO_CHARS)
     if observation.supplied_env is not None:
         record["probeEnv"] = {
             "supplied": sorted(observation.supplied_env),

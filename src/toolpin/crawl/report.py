@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from toolpin.core.drift import CHANGED, Drift, compare
-from toolpin.core.render import clip, visible
+from toolpin.core.render import clip, counted, visible
 from toolpin.core.snapshot import Kind, Snapshot
 from toolpin.crawl.record import RECORD_TYPE, RECORD_VERSION
 from toolpin.errors import InputError, LogError
@@ -769,7 +769,7 @@ def _differences(a: Any, b: Any, path: str) -> list[str]:
 def _title(row: Mapping[str, Any]) -> str:
     who = row["name"] or row["server"]
     if row["kind"] == "first-recorded":
-        return f"{who}: first recorded ({row['counts'].get('tools', 0)} tools)"
+        return f"{who}: first recorded ({counted(row['counts'].get('tools', 0), 'tool')})"
     tools = row["tools"]
     return (
         f"{who}: changed (tools +{tools['added']} -{tools['removed']} ~{tools['changed']}, "

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from toolpin.core.render import counted
 from toolpin.crawl.caches import SharedCaches
 from toolpin.crawl.candidates import Candidate, PackageCoords, Source
 from toolpin.crawl.hint import hint_of
@@ -88,6 +89,13 @@ def state_path_for(log_dir: Path, origin: str) -> Path:
     return legacy if row is not None and row[0] == origin else named
 
 
+def existing_state_path(log_dir: Path, origin: str) -> Path | None:
+    """The state file ``log crawl`` keeps for ``log_dir`` by default
+    (:func:`state_path_for`), or None when there is none yet (``log site``'s default)."""
+    path = state_path_for(log_dir, origin)
+    return path if path.is_file() else None
+
+
 def crawl_lock_path(log_dir: Path) -> Path:
     resolved = log_dir.resolve()
     return resolved.parent / f".{resolved.name}.crawl.lock"
@@ -117,7 +125,7 @@ class CrawlOptions:
     """Where ``OPTOUT.txt`` is read (default: the log directory and the working directory)."""
     environ: Mapping[str, str] | None = None
     cache_dir: Path | None = None
-    """The shared package caches (default ``$TOOLPIN_HOME/crawl-cache``)."""
+    """The shared package caches (default ``toolpin_cache()/crawl``)."""
     identify_packages: bool = True
     """Resolve and pin the package a config entry runs (:mod:`toolpin.crawl.identity`)."""
 
@@ -228,7 +236,7 @@ class CrawlSummary:
         if self.opted_out:
             parts.append(f"{self.opted_out} opted out")
         return (
-            f"crawled {len(self.results)} of {self.candidates} server(s) in "
+            f"crawled {len(self.results)} of {counted(self.candidates, 'server')} in "
             f"{self.duration_s:.1f}s: {', '.join(parts)}; appended {self.appended}, "
             f"log size {self.log_size}"
         )

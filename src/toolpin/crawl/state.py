@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from toolpin.core.render import counted
 from toolpin.crawl.candidates import Candidate, PackageCoords
 from toolpin.errors import LogError, StoreError
 
@@ -334,7 +335,7 @@ def reconcile(state: CrawlState, log: TileLog) -> int:
     known = state.log_size
     if log.size < known:
         raise LogError(
-            f"the log has {log.size} entries but the crawl state has seen {known}; "
+            f"the log has {counted(log.size, 'entry')} but the crawl state has seen {known}; "
             "was the log rolled back?",
             advice="Restore the log directory from a good copy before crawling again.",
         )

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from toolpin.core.render import counted
 from toolpin.crawl.hint import ServerFailed, stderr_hint
 from toolpin.crawl.sandbox import missing_variables, placeholder_plan
 from toolpin.errors import ProbeError
@@ -74,8 +75,8 @@ def probe_sandboxed(
     if plan is None:
         if missing:
             raise ServerFailed(
-                f"{error.message}; it asks for {len(missing)} variable(s), not all of them "
-                "credentials, so no placeholder retry",
+                f"{error.message}; it asks for {counted(len(missing), 'variable')}, not all "
+                "of them credentials, so no placeholder retry",
                 hint=stderr_hint(stderr),
             )
         raise ServerFailed(error.message, hint=stderr_hint(stderr))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shlex
 import shutil
 import subprocess
 import sys
@@ -136,19 +137,44 @@ def _indent(text: str, prefix: str = "  ") -> list[str]:
     return [prefix + line if line else "" for line in text.rstrip("\n").split("\n")]
 
 
-def run_demo(echo: Callable[[str], None], *, color: bool = False) -> int:
-    """Run the demonstration; returns 0 when toolpin blocked the changed server."""
+def run_demo(echo: Callable[[str], None], *, color: bool = False, keep: bool = False) -> int:
+    """Run the demonstration; returns 0 when toolpin blocked the changed server.
+
+    The demo's pin store is a temporary folder, deleted at the end unless ``keep``: then
+    it stays, and the closing lines say how to run ``review`` and ``approve`` on it.
+    """
     work = Path(tempfile.mkdtemp(prefix="toolpin-demo-"))
     try:
-        return _run(work, echo, color)
+        return _run(work, echo, color, keep)
     except (DemoError, OSError) as exc:
         echo(f"toolpin demo: unexpected outcome ({exc}). Please open an issue.")
         return 1
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(work: Path, echo: Callable[[str], None], color: bool) -> int:
+def _closing(work: Path, server_id: str, keep: bool) -> list[Line]:
+    """What the review and approve commands shown above apply to, and how to try them."""
+    if not keep:
+        return [
+            Line(
+                "The review and approve commands and the report file above belong to the "
+                "demo's temporary pin store, deleted now; your own pins are untouched."
+            ),
+            Line("To try them yourself, keep the store:  toolpin demo --keep", "dim"),
+        ]
+    home = shlex.quote(str(work / "home"))
+    return [
+        Line(f"The demo's pin store is kept in {visible(str(work))}; your own pins are untouched."),
+        Line("Try the commands above on it (it is yours to delete afterwards):"),
+        Line(f"  TOOLPIN_HOME={visible(home)} toolpin review {server_id}", "header"),
+        Line(f"  TOOLPIN_HOME={visible(home)} toolpin approve {server_id}", "header"),
+        Line(f"  rm -rf {visible(shlex.quote(str(work)))}", "dim"),
+    ]
+
+
+def _run(work: Path, echo: Callable[[str], None], color: bool, keep: bool) -> int:
     def show(lines: list[Line]) -> None:
         echo(to_text(lines, color=color))
 
@@ -211,7 +237,7 @@ def _run(work: Path, echo: Callable[[str], None], color: bool) -> int:
                 "queued was forwarded.",
                 "good",
             ),
-            Line("The demo's temporary pin store is deleted now; your own pins are untouched."),
+            *_closing(work, str((error.get("data") or {}).get("server", "ID")), keep),
             Line(""),
             Line("Protect a server of your own: put toolpin in front of it in your client config:"),
             Line("  toolpin run --name NAME -- <your server command> [args...]", "header"),

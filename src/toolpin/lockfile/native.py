@@ -353,13 +353,20 @@ def _listing_from_json(kind: Kind, raw: JSONValue, *, path: Path, name: str) -> 
     return listing
 
 
+NO_VERSION: Final = "(none)"
+"""What earlier versions wrote for a server that gave no version; read as None (null)."""
+
+
 def _identity_from_json(raw: JSONValue, *, path: Path, name: str) -> Identity:
     if not isinstance(raw, dict):
         raise _fail(path, name, "server identity must be a JSON object")
-    fields = {}
+    fields: dict[str, str | None] = {}
     for key in ("name", "version", "protocolVersion"):
         value = raw.get(key)
         if key == "protocolVersion" and key not in raw:
+            continue
+        if key == "version" and key in raw and value in (None, NO_VERSION):
+            fields[key] = None  # none reported (written "(none)" before null)
             continue
         if (
             not isinstance(value, str)
@@ -370,7 +377,7 @@ def _identity_from_json(raw: JSONValue, *, path: Path, name: str) -> Identity:
             raise _fail(path, name, f"server {key} must be a non-empty single-line string")
         fields[key] = value
     return Identity(
-        name=fields["name"],
+        name=str(fields["name"]),
         version=fields["version"],
         protocol_version=fields.get("protocolVersion"),
     )

@@ -207,7 +207,8 @@ def _summary_from_json(doc: Any) -> LockSummary | None:
         if raw["server"] is not None:
             ident = raw["server"]
             version = _text(ident.get("protocolVersion"))
-            identity = Identity(str(ident["name"]), str(ident["version"]), version)
+            shown = ident["version"]
+            identity = Identity(str(ident["name"]), None if shown is None else str(shown), version)
         set_hashes = {}
         for kind in KINDS:
             value = raw["setHashes"].get(kind.value)

@@ -230,9 +230,9 @@ class LogSource:
 
 
 def _default_cache() -> Path:
-    from toolpin.util.fs import toolpin_home
+    from toolpin.util.fs import toolpin_cache
 
-    return toolpin_home() / "lookup-cache"
+    return toolpin_cache() / "lookup"
 
 
 class TooLarge(LogError):

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from toolpin.core.render import counted
 from toolpin.lookup.history import Observation, ServerHistory
 from toolpin.lookup.source import LogSource, LogState
 from toolpin.lookup.vocab import HEX16, HEX64, check_closed, safe_name
@@ -492,8 +493,8 @@ class Lookup:
         }
         if changes:
             summary = (
-                f"seen since {obs[0].observed_at}, changed {len(changes)} time(s), last between "
-                f"{changes[-1]['window']['after']} and {changes[-1]['at']}"
+                f"seen since {obs[0].observed_at}, changed {counted(len(changes), 'time')}, "
+                f"last between {changes[-1]['window']['after']} and {changes[-1]['at']}"
             )
         else:
             summary = f"seen since {obs[0].observed_at}, never changed"
@@ -626,8 +627,10 @@ class Lookup:
         status = answer.pop("store", "ok")
         count = answer["count"]
         if count:
+            waits = "waits" if count == 1 else "wait"
             summary = (
-                f"{count} local server(s) wait for review, run the review command in a terminal"
+                f"{counted(count, 'local server')} {waits} for review, run the review command "
+                "in a terminal"
             )
         else:
             summary = "no local server waits for review"

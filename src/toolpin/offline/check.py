@@ -466,14 +466,17 @@ def _remember(key: str, result: CheckResult) -> bool:
     return True
 
 
-def _identity_json(identity: Identity | None) -> dict[str, str] | None:
+def _identity_json(identity: Identity | None) -> dict[str, str | None] | None:
     return identity.to_json() if identity is not None else None
 
 
 def _identity_of(raw: Any) -> Identity | None:
     if raw is None:
         return None
-    return Identity(str(raw["name"]), str(raw["version"]), raw.get("protocolVersion"))
+    version = raw["version"]
+    return Identity(
+        str(raw["name"]), None if version is None else str(version), raw.get("protocolVersion")
+    )
 
 
 def _result_json(result: CheckResult) -> dict[str, Any]:

@@ -583,8 +583,8 @@ class StorePinSource:
         if mid_session:
             return (
                 f"toolpin blocked {self._quoted()}: a definition changed during this session, "
-                "so the response was not forwarded. Restart the server to review the change "
-                f"with: toolpin review {self.server_id}"
+                "so the response was not forwarded. Review the change with: toolpin review "
+                f"{self.server_id} (after approving it, restart the server to use it)"
             )
         what = (
             "its command changed since you approved it"

@@ -43,7 +43,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from toolpin.core.render import Line, to_text, visible
+from toolpin.core.render import Line, counted, to_text, visible
 from toolpin.core.snapshot import Definition, Identity, Kind, Listing, Snapshot
 from toolpin.core.wire import (
     DRIFT_ERROR,
@@ -710,7 +710,7 @@ class Session:
         if self._accepts_subset() and _only_removals(drift):
             self._note(
                 f"{self.options.label}: {_counts(observed)} match the lock "
-                f"({len(drift.changes)} approved definition(s) not offered to this client)"
+                f"({counted(len(drift.changes), 'approved definition')} not offered to this client)"
             )
             self._release()
             return

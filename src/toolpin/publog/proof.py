@@ -37,6 +37,7 @@ import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from toolpin.core.render import counted
 from toolpin.errors import LogError
 from toolpin.publog.checkpoint import Checkpoint, open_checkpoint, read_unverified
 from toolpin.publog.merkle import HASH_SIZE, leaf_hash, verify_consistency, verify_inclusion
@@ -243,7 +244,7 @@ def make_consistency_proof(log: TileLog, old_note: str, *, verifier: Verifier | 
             raise ProofError("the old checkpoint belongs to another log (origin differs)")
     if old.size > new.size:
         raise ProofError(
-            f"the old checkpoint has {old.size} entries but the log only {new.size}; "
+            f"the old checkpoint has {counted(old.size, 'entry')} but the log only {new.size}; "
             "the log was rolled back",
         )
     path = log.consistency_proof(old.size, new.size)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolpin.core.render import counted
 from toolpin.errors import LogError
 from toolpin.publog.blobs import BlobStore
 from toolpin.publog.checkpoint import Checkpoint, open_checkpoint
@@ -140,7 +141,10 @@ def verify_log(
     except _Bad as exc:
         return VerifyResult(False, 1, exc.reason, checkpoint, counts[0], counts[1])
     since_size = old.size if old is not None else None
-    reason = f"verified {checkpoint.size} entries and {counts[1]} blobs at the signed checkpoint"
+    reason = (
+        f"verified {counted(checkpoint.size, 'entry')} and {counted(counts[1], 'blob')} "
+        "at the signed checkpoint"
+    )
     if old is not None:
         reason += f", consistent with the kept checkpoint of size {old.size}"
     return VerifyResult(True, 0, reason, checkpoint, counts[0], counts[1], since_size)

@@ -157,9 +157,9 @@ class SseChannel(FaultStop):
                             raise TransportFault("the server sent a message before its endpoint")
                         out = message_line(data)
                         if out is None:
-                            if not self._dropped_note:
+                            if data.strip() and not self._dropped_note:  # empty: a keep-alive
                                 self._dropped_note = True
-                                self._log("toolpin: dropped an event that is not JSON-RPC")
+                                self._log("toolpin: skipped a server event that is not JSON-RPC")
                             continue
                         self._deliver(out)
         finally:

@@ -462,7 +462,8 @@ class StreamableHttpChannel(FaultStop):
                         continue  # only message events carry JSON-RPC
                     out = message_line(data)
                     if out is None:
-                        self._note_dropped()
+                        if data.strip():  # an empty one primes resumption: not a message
+                            self._note_dropped()
                         continue
                     if id_ is not None and self._is_answer(out, id_, method):
                         answered = True
@@ -587,7 +588,7 @@ class StreamableHttpChannel(FaultStop):
     def _note_dropped(self) -> None:
         if not self._dropped_note:
             self._dropped_note = True
-            self._log("toolpin: dropped an event that is not one JSON-RPC message")
+            self._log("toolpin: skipped a server event that is not a JSON-RPC message")
 
     def _close_streams(self) -> None:
         with self._lock:

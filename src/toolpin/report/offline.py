@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange
-from toolpin.core.render import Line, text_diff, visible
+from toolpin.core.render import Line, counted, text_diff, visible
 from toolpin.core.snapshot import Identity, Kind
 from toolpin.report.text import change_details
 
@@ -33,7 +33,7 @@ def pin_text(result: PinResult, lock: str) -> list[Line]:
     snap = result.entry.snapshot
     tools = snap.tools.items if snap.tools is not None else ()
     lines = [
-        Line(f"Pinned {len(tools)} tools to {visible(lock)}"),
+        Line(f"Pinned {counted(len(tools), 'tool')} to {visible(lock)}"),
         Line(f"source: {visible(result.entry.source or '')}"),
         Line(f"pinned_at: {visible(result.entry.pinned_at or '')}"),
     ]
@@ -94,7 +94,8 @@ def identity_lines(drift: Drift) -> list[str]:
             f"server name changed: {visible(ident.pinned.name)} -> {visible(ident.current.name)}"
         )
     if ident.version_changed:
-        old_version, new_version = visible(ident.pinned.version), visible(ident.current.version)
+        old_version = visible(ident.pinned.shown_version())
+        new_version = visible(ident.current.shown_version())
         out.append(f"server version changed: {old_version} -> {new_version}")
     if ident.protocol_changed:
         old = ident.pinned.protocol_version or "(none)"
@@ -249,7 +250,7 @@ def _change_json(change: ItemChange) -> dict[str, Any]:
     }
 
 
-def _identity_json(identity: Identity | None) -> dict[str, str] | None:
+def _identity_json(identity: Identity | None) -> dict[str, str | None] | None:
     return identity.to_json() if identity is not None else None
 
 

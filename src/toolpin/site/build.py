@@ -287,13 +287,13 @@ def _inputs_digest(view: LogView, base_url: str, now: dt.datetime, code: str) ->
 
 
 def default_cache(log_dir: Path) -> Path:
-    """Where the CLI keeps a log's cached work: toolpin's data folder, per log directory."""
+    """Where the CLI keeps a log's cached work: toolpin's cache directory, per log directory."""
     import hashlib
 
-    from toolpin.util.fs import toolpin_home
+    from toolpin.util.fs import toolpin_cache
 
     tag = hashlib.sha256(str(log_dir.absolute()).encode("utf-8")).hexdigest()[:16]
-    return toolpin_home() / "cache" / f"site-{tag}"
+    return toolpin_cache() / f"site-{tag}"
 
 
 def _hook(module: str, name: str) -> Callable[..., Any] | None:

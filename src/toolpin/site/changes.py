@@ -17,7 +17,7 @@ from markupsafe import Markup
 from toolpin.core.canonical import JSONValue
 from toolpin.core.drift import ADDED, CHANGED, REMOVED, Drift, ItemChange, compare
 from toolpin.core.labels import Label
-from toolpin.core.render import Line, pretty_diff, pretty_lines, text_diff, visible
+from toolpin.core.render import Line, counted, pretty_diff, pretty_lines, text_diff, visible
 from toolpin.core.seqdiff import opcodes
 from toolpin.core.snapshot import Definition, Snapshot
 from toolpin.report.text import change_details
@@ -198,8 +198,8 @@ def view_of(drift: Drift) -> ChangeView:
         keys.append("server-name")
     if identity.version_changed and identity.pinned and identity.current:
         notes.append(
-            f"server version: {visible(identity.pinned.version)} → "
-            f"{visible(identity.current.version)}"
+            f"server version: {visible(identity.pinned.shown_version())} → "
+            f"{visible(identity.current.shown_version())}"
         )
     notes.extend(f"not compared: {visible(x)}" for x in drift.not_checked)
     changed = [c for c in drift.changes if c.status == CHANGED]
@@ -231,8 +231,8 @@ def change_html(change: ChangeView) -> Markup:
         )
     rewritten, schema = change.rewritten, change.schema_only
     out.append(
-        f'<p class="summary">{rewritten} description{"s" if rewritten != 1 else ""} '
-        f"rewritten,\n{schema} schema or annotation change{'s' if schema != 1 else ''} "
+        f'<p class="summary">{counted(rewritten, "description")} '
+        f"rewritten,\n{counted(schema, 'schema or annotation change')} "
         f"with the description unchanged,\n{change.added} added, {change.removed} removed.</p>\n"
     )
     out.extend(f'<p class="note">{e(note)}</p>\n' for note in change.notes)
@@ -255,6 +255,7 @@ def change_html(change: ChangeView) -> Markup:
             out.append("</p>\n")
         if item.findings:
             out.append(
+                '<div class="table-scroll" tabindex="0">'
                 '<table class="findings"><caption>Schema changes by JSON path</caption>\n'
                 '<thead><tr><th scope="col">Class</th><th scope="col">Path</th>'
                 '<th scope="col">Change</th></tr></thead>\n<tbody>'
@@ -263,7 +264,7 @@ def change_html(change: ChangeView) -> Markup:
                 f"<tr><td>{e(cls)}</td><td><code>{e(pointer)}</code></td><td>{e(line)}</td></tr>"
                 for cls, pointer, line in item.findings
             )
-            out.append("</tbody></table>\n")
+            out.append("</tbody></table></div>\n")
         shown = {line for _, _, line in item.findings}
         extra = [d for d in item.details if d not in shown]
         if extra:

@@ -19,7 +19,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from toolpin.core.render import visible
+from toolpin.core.render import counted, visible
 from toolpin.site.render import escape_text
 
 if TYPE_CHECKING:
@@ -65,7 +65,8 @@ def _xml_safe(text: str) -> str:
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing listed"
+    shown = (counted(n, kind[:-1], kind) for kind, n in sorted(counts.items()))
+    return ", ".join(shown) or "nothing listed"
 
 
 _Newest = tuple[list[FeedEntry], dict[str, list[FeedEntry]]]

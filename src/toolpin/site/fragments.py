@@ -140,9 +140,9 @@ def tool_count_rows(rows: Sequence[Mapping[str, Any]]) -> Markup:
     for row in rows:
         first = row["firstChange"]
         if first["gap"]:
-            dated = f"between {escape(str(first['from']))} and {escape(str(first['to']))}"
+            dated = f"between {when(first['from'])} and {when(first['to'])}"
         else:
-            dated = escape(str(first["to"]))
+            dated = str(when(first["to"]))
         server = escape(str(row["server"]))
         out.append(
             f'<tr><th scope="row"><a href="../servers/{server}.html">'

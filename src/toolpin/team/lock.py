@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from toolpin.clients.config import Config, ConfiguredServer, RemoteServer, read_config
-from toolpin.core.render import visible
+from toolpin.core.render import counted, visible
 from toolpin.errors import (
     InputError,
     LockfileError,
@@ -204,7 +204,7 @@ def _lock_one(server: ConfiguredServer, opts: LockOptions, caps: tuple[str, ...]
     return ServerOutcome(
         server.name,
         "locked",
-        f"locked ({tools} tool{'s' if tools != 1 else ''}{label})",
+        f"locked ({counted(tools, 'tool')}{label})",
         entry=entry,
         notes=tuple(notes),
         held=argv != list(server.argv),
@@ -654,7 +654,7 @@ def _lock_remote(remote: RemoteServer, opts: LockOptions) -> ServerOutcome:
     entry = LockEntry(snapshot=snapshot, server_id=_remote_id(remote, opts))
     tools = len(snapshot.tools) if snapshot.tools is not None else 0
     return ServerOutcome(
-        remote.name, "locked", f"locked ({tools} tool{'s' if tools != 1 else ''}, remote)",
+        remote.name, "locked", f"locked ({counted(tools, 'tool')}, remote)",
         entry=entry,
     )  # fmt: skip
 

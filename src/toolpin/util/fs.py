@@ -34,6 +34,28 @@ def toolpin_home() -> Path:
     return Path(platformdirs.user_data_dir("toolpin", appauthor=False))
 
 
+ENV_CACHE = "TOOLPIN_CACHE"
+
+
+def toolpin_cache() -> Path:
+    """The per-user cache directory (what may be deleted at any time: the crawl's package
+    caches, the site's build cache, the lookup server's log mirrors).
+
+    ``$TOOLPIN_CACHE``; else ``$TOOLPIN_HOME/cache`` when ``$TOOLPIN_HOME`` is set (so one
+    variable keeps a test or a sandbox in one folder); else the platform's user cache dir
+    (``~/.cache/toolpin`` on Linux, ``$XDG_CACHE_HOME/toolpin`` when that is set).
+    """
+    override = os.environ.get(ENV_CACHE)
+    if override:
+        return Path(override).expanduser()
+    home = os.environ.get(ENV_HOME)
+    if home:
+        return Path(home).expanduser() / "cache"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("toolpin", appauthor=False))
+
+
 def _size_text(cap: int) -> str:
     if cap % (1024 * 1024) == 0:
         return f"{cap // (1024 * 1024)} MiB"

@@ -8,6 +8,7 @@
   var NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
   var ENV_RE = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
   var SERVER_ID_RE = /^[0-9a-f]{16}$/;
+  var ABSOLUTE_COMMAND_RE = /^(\/|[A-Za-z]:[\\/]|\\\\)/;
   var MAX_ARGS = 256;
   var MAX_ARG_CHARS = 4096;
 
@@ -337,6 +338,12 @@
         " under env in mcp.json yourself.";
       notes["lmstudio-web"] = notes.lmstudio;
     }
+    if (!ABSOLUTE_COMMAND_RE.test(req.launcher[0])) {
+      var bare = "Claude Desktop does not read your shell's PATH, so a bare " +
+        req.launcher[0] + " may not start: give its absolute path (`command -v " +
+        req.launcher[0] + "` prints it).";
+      notes["claude-desktop"] = env.length ? notes["claude-desktop"] + " " + bare : bare;
+    }
     return {
       name: name, argv: req.argv, env: env, command: full, outputs: out, notes: notes
     };
@@ -364,11 +371,15 @@
   function render() {
     var error = byId("install-error");
     var launcherSelect = byId("install-launcher");
+    var path = byId("install-path").value.trim();
     var launcher = launcherSelect.value === "uvx"
       ? ["uvx", launcherSelect.getAttribute("data-uvx-spec")]
-      : ["toolpin"];
+      : [path || "toolpin"];
     var result;
     try {
+      if (path && launcherSelect.value !== "uvx" && !ABSOLUTE_COMMAND_RE.test(path)) {
+        throw new InputError("toolpin's path must be absolute (`command -v toolpin` prints it)");
+      }
       var argv = shSplit(byId("install-command").value);
       var nameField = byId("install-name");
       var name = nameField.value.trim() || defaultName(argv);
@@ -427,7 +438,8 @@
       return;
     }
     form.addEventListener("submit", function (event) { event.preventDefault(); render(); });
-    ["install-command", "install-name", "install-env", "install-launcher"].forEach(function (id) {
+    ["install-command", "install-name", "install-env", "install-launcher", "install-path"]
+      .forEach(function (id) {
       byId(id).addEventListener("input", render);
       byId(id).addEventListener("change", render);
     });
