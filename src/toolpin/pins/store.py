@@ -271,10 +271,9 @@ class PinStore:
             raise unusable(self.audit_path, exc, writing=True) from None
         except (ValueError, KeyError, TypeError) as exc:  # a hand-edited entry
             raise StoreError(
-                f"the audit log {self.audit_path} has a damaged last entry ({type(exc).__name__})",
-                advice="toolpin records nothing until the audit log is repaired: restore it "
-                "from a backup, or move it aside to start a new chain (`toolpin audit` "
-                "verifies it). The pins themselves are unchanged.",
+                f"the audit log {self.audit_path} has a damaged entry ({type(exc).__name__})",
+                advice="toolpin records nothing until the audit log is repaired: "
+                "toolpin verify --repair. The pins themselves are unchanged.",
             ) from None
 
     def pin_first(

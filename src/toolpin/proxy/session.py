@@ -58,7 +58,13 @@ from toolpin.core.wire import (
     kinds_offered,
     request,
 )
-from toolpin.errors import JSONError, ListingError, StoreWriteError, ToolpinError
+from toolpin.errors import (
+    AuditChainBroken,
+    JSONError,
+    ListingError,
+    StoreWriteError,
+    ToolpinError,
+)
 from toolpin.proxy.classify import OPAQUE, Message, Shape, Unclassified, classify
 from toolpin.proxy.known_page import KnownPages
 
@@ -842,7 +848,11 @@ class Session:
             advice = " The pins were not changed."
         self.block_reason = "unverified"
         self._drift = None
-        self._unverified_reason = "its pin store failed; see the server log"
+        self._unverified_reason = (
+            "its audit log is broken; repair it with: toolpin verify --repair"
+            if isinstance(exc, AuditChainBroken)
+            else "its pin store failed; see the server log"
+        )
         self.mid_session = mid_session
         self.exit_code = EXIT_UNVERIFIED
         self._log(
@@ -1145,9 +1155,9 @@ def _unsaved_note(exc: StoreWriteError) -> str:
     """The second line of a block whose change the store could not record (one line, the
     store's own words: a path and the operating system's reason, never server text)."""
     return (
-        f"The change could not be saved for review: {visible(exc.message)}. "
-        "`toolpin review` will not show it until the store is writable; fix that "
-        "(or set TOOLPIN_HOME to a writable store) and restart the server to record it."
+        f"The change could not be saved for review: {visible(exc.message.rstrip('.'))}. "
+        "`toolpin review` will not show it: fix the store (or set TOOLPIN_HOME to a "
+        "writable one) and restart the server to record it."
     )
 
 
