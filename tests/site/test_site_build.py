@@ -19,16 +19,15 @@ from toolpin.publog.note import Verifier
 from toolpin.publog.verify import verify_log
 from toolpin.site.build import build_site, parse_now
 from toolpin.site.model import UnverifiedLogError
-from toolpin.site.output import MANIFEST
 from toolpin.site.render import CSP, META_CSP
 
 
 def _tree(folder: Path) -> dict[str, str]:
-    """Every file of the site (the build's own manifest, with file times, aside)."""
+    """Every file of the site (the build keeps its own state outside it)."""
     return {
         str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != MANIFEST
+        if p.is_file()
     }
 
 
