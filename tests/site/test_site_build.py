@@ -57,7 +57,7 @@ def test_an_unchanged_rebuild_touches_no_file(tmp_path: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
 
 
-def test_a_log_that_does_not_verify_is_refused(tmp_path: Path) -> None:
+def test_a_log_that_does_not_verify_is_refused(tmp_path: Path, toolpin_home: Path) -> None:
     writer, _ = sample_log(tmp_path / "log")
     tile = tmp_path / "log" / "tile" / "0" / "000.p" / "5"
     data = bytearray(tile.read_bytes())
@@ -85,7 +85,7 @@ def test_a_log_that_does_not_verify_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "out2").exists()
 
 
-def test_the_cli_builds_and_reports(tmp_path: Path) -> None:
+def test_the_cli_builds_and_reports(tmp_path: Path, toolpin_home: Path) -> None:
     writer, _ = sample_log(tmp_path / "log")
     done = _toolpin(
         "log",
