@@ -185,3 +185,33 @@ def test_a_writable_store_says_the_review_was_saved(toolpin_home: Path, tmp_path
     assert "\n" not in error.message
     assert error.data["review_saved"] is True
     assert "CHANGE WAITING FOR REVIEW" in run_cli(toolpin_home, "list").stdout
+
+
+def test_store_errors_say_read_or_write(toolpin_home: Path, tmp_path: Path) -> None:
+    """In the store itself: a pin that reads but whose lock cannot be opened for writing
+    (here a folder in its place, which stops root too) is a write error, not a read one."""
+    from toolpin.core.drift import compare
+    from toolpin.errors import StoreError, StoreWriteError
+    from toolpin.pins.store import PinStore
+
+    server = Scripted(tmp_path / "srv", tools=APPROVED)
+    _pinned(toolpin_home, server)
+    store = PinStore(toolpin_home)
+    (record,) = store.all()
+    assert not isinstance(record, tuple)
+    lock = toolpin_home / "pins" / f"{record.id}.lock"
+    lock.unlink()
+    lock.mkdir()
+    assert store.load(record.id) == record  # it reads
+    drift = compare(record.snapshot, record.snapshot)
+    with pytest.raises(StoreWriteError) as caught:
+        store.record_drift(record.id, record.snapshot, drift)
+    assert caught.value.message.startswith(f"cannot write the pin store file {lock}: ")
+    lock.rmdir()
+    pin = toolpin_home / "pins" / f"{record.id}.json"
+    pin.unlink()
+    pin.mkdir()  # now the pin itself cannot be read
+    with pytest.raises(StoreError) as unreadable:
+        store.load(record.id)
+    assert not isinstance(unreadable.value, StoreWriteError)
+    assert "cannot write" not in unreadable.value.message

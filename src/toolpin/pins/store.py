@@ -117,7 +117,7 @@ class PinStore:
             ensure_private_dir(self.home)
             ensure_private_dir(self.pins_dir)
         except OSError as exc:
-            raise StoreError(
+            raise StoreWriteError(
                 f"cannot create the pin store at {self.home}: {exc.strerror or exc}"
             ) from None
 
@@ -396,7 +396,7 @@ class PinStore:
             try:
                 os.unlink(path)
             except OSError as exc:
-                raise StoreError(f"cannot remove {path}: {exc.strerror or exc}") from None
+                raise StoreWriteError(f"cannot remove {path}: {exc.strerror or exc}") from None
             return True
 
 
