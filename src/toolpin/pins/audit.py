@@ -148,9 +148,15 @@ def _remember(path: Path, offset: int, digest: str, seq: int, head: str) -> None
     """Record a verified prefix (best effort: the cache only saves time)."""
     if not offset:
         return
-    body = {"offset": offset, "sha256": digest, "seq": seq, "head": head}
+    body = json.dumps({"offset": offset, "sha256": digest, "seq": seq, "head": head})
+    # Rewritten in place, without fsync: a torn or lost write is JSON that does not parse
+    # or an older state, and either only costs a full walk next time.
     with contextlib.suppress(OSError):
-        atomic_write(_cache_path(path), json.dumps(body).encode() + b"\n", mode=0o600, sync=False)
+        fd = os.open(_cache_path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, body.encode() + b"\n")
+        finally:
+            os.close(fd)
 
 
 def _verified(path: Path, data: bytes) -> tuple[ChainReport, Any]:
