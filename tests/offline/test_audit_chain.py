@@ -90,12 +90,21 @@ def test_the_cache_is_only_a_cache(tmp_path: Path) -> None:
     assert audit.verify_chain(log).ok and audit.verify_chain(log).entries == 6
 
 
-def test_a_junk_tail_is_a_broken_chain(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("junk", "problem"),
+    [
+        (b"x" * 1000, "invalid JSON at line 2"),
+        (b'{"a": "' + b"x" * (1 << 20) + b'"}', "a line too long to be an entry at line 2"),
+        (b'{"seq": 1}', "not an audit entry at line 2"),
+    ],
+)
+def test_a_junk_tail_is_a_broken_chain(tmp_path: Path, junk: bytes, problem: str) -> None:
     log = _log(tmp_path, 1)
     with log.open("ab") as handle:
-        handle.write(b"x" * (1 << 20))
-    with pytest.raises(AuditChainBroken, match="invalid JSON at line 2"):
+        handle.write(junk)
+    with pytest.raises(AuditChainBroken, match=problem):
         audit.append(log, "pin", {"server": "f" * 16})
+    assert audit.verify_chain(log).problem == problem
 
 
 @pytest.mark.parametrize("line", [1, 2, 4], ids=["first", "middle", "last"])

@@ -1,4 +1,4 @@
-"""The local audit log: a hash chain of pin, drift, approve and forget events.
+"""The local audit log: a hash chain of pin, drift, approve, forget and repair events.
 
 One JSON object per line. Each entry is ``{seq, prev, at, event, ...}`` plus ``hash`` =
 SHA-256 of the RFC 8785 form of the entry without ``hash``; ``prev`` is the previous
@@ -37,9 +37,10 @@ GENESIS: Final = "0" * 64
 VERIFIED_SUFFIX: Final = ".verified"
 """Beside the log: the cache of what was verified last (see the module doc)."""
 MAX_LOG_BYTES: Final = 1 << 30
-"""The largest audit log ``verify`` reads (about three million entries)."""
+"""The largest audit log ``verify`` and :func:`append` read (about three million entries)."""
 MAX_ENTRY_BYTES: Final = 1 << 20
-"""The longest audit entry: toolpin writes a few hundred bytes (ids, hashes, label keys)."""
+"""The longest audit entry: toolpin writes a few hundred bytes (ids, hashes, label keys);
+a longer line is not one of its entries and is not parsed."""
 
 
 def now_iso() -> str:
@@ -94,6 +95,8 @@ def _walk(data: bytes, start: int = 0, seq: int = 0, prev: str = GENESIS) -> Cha
 def _check(raw: bytes, prev: str, seq: int) -> tuple[str | None, str]:
     """``(problem, hash)`` of one line read as the entry ``seq`` after ``prev``: the
     problem is None when the entry is good."""
+    if len(raw) > MAX_ENTRY_BYTES:
+        return "a line too long to be an entry", ""
     try:
         entry = parse_json(raw)
     except JSONError:
