@@ -317,3 +317,15 @@ def test_known_configs_without_servers(tmp_path: Path) -> None:
         proc.stdout == f"No MCP servers listed in {h / '.cursor' / 'mcp.json'}: nothing to wrap.\n"
     )
     assert "already protected" not in proc.stdout
+
+
+def test_only_remote_servers_are_not_called_protected(tmp_path: Path) -> None:
+    h = tmp_path / "home"
+    h.mkdir()
+    config = h / "remote.json"
+    config.write_text('{"mcpServers": {"r": {"url": "https://example.com/mcp"}}}')
+    proc = run(h, "wrap", "--config", str(config), "--force")
+    assert proc.returncode == 0, proc
+    assert "r: remote server: add --remote to protect it" in proc.stdout
+    assert "already protected" not in proc.stdout
+    assert "Nothing to change: the servers above are left as they are" in proc.stdout

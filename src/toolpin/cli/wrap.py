@@ -195,8 +195,10 @@ def wrap_command(
     if count == 0:
         if unreadable:
             click.echo("Nothing else to change; the files above are left as they are.")
-        else:
+        elif any(e.note == "already protected" for f in plan.files for e in f.entries):
             click.echo("Nothing to change: every local server found is already protected.")
+        else:  # e.g. only remote servers without --remote: none is "already protected"
+            click.echo("Nothing to change: the servers above are left as they are (see each note).")
         return unreadable
     if chosen.note:
         click.echo(f"note: {chosen.note}", err=True)
