@@ -12,6 +12,8 @@ Tree::
     │   ├── ListingError         JSON, but not a usable MCP listing
     │   └── LockfileError        a lock that cannot be read or does not match its own hashes
     ├── StoreError               the local pin store is unreadable or corrupt (fail closed)
+    │   └── StoreWriteError      the store was read but refused a write (read-only, full, ...)
+    │       └── AuditChainBroken the audit log's chain is broken: nothing extends it
     ├── ConfigError              an MCP client config that cannot be read or edited
     ├── PackageError             a package spec that cannot be pinned or resolved
     ├── ProbeError               a server that could not be started or listed
@@ -60,6 +62,18 @@ class LockfileError(InputError):
 
 class StoreError(ToolpinError):
     """The local pin store cannot be read or written; toolpin fails closed."""
+
+
+class StoreWriteError(StoreError):
+    """The store could be read but refused a write: a read-only file system, a folder
+    without write permission, a full disk, or an audit log whose chain is broken (toolpin
+    will not extend it). What was read stays valid, so a change detected against the pin
+    is still reported as a change; only recording it failed."""
+
+
+class AuditChainBroken(StoreWriteError):
+    """The audit log's hash chain does not verify (a hand-edited or damaged line), so
+    toolpin refuses every write that would extend it until ``toolpin verify --repair``."""
 
 
 class ConfigError(ToolpinError):

@@ -270,3 +270,62 @@ def test_on_a_terminal_a_remote_server_chosen_is_wrapped_too(home: Path) -> None
     desktop = json.loads((home / ".config/Claude/claude_desktop_config.json").read_text())
     remote = desktop["mcpServers"]["remote"]
     assert remote["args"][:4] == ["run", "--name", "remote@claude-desktop", "--url"]
+
+
+@pytest.mark.parametrize("text", ['{"mcpServers": {}}', '{"theme": "dark"}', "{}"])
+@pytest.mark.parametrize("command", ["wrap", "unwrap"])
+def test_a_named_config_without_servers_says_so_as_lock_does(
+    tmp_path: Path, command: str, text: str
+) -> None:
+    h = tmp_path / "home"
+    h.mkdir()
+    config = h / "empty.json"
+    config.write_text(text)
+    locked = run(h, "lock", "--config", str(config))
+    force = ["--force"] if command == "wrap" else []
+    proc = run(h, command, "--config", str(config), "--yes", *force)
+    assert proc.returncode == locked.returncode == 2, (proc, locked)
+    line = f"toolpin: {config} lists no MCP servers (mcpServers or servers)\n"
+    assert proc.stderr == locked.stderr == line
+    assert proc.stdout == ""
+    assert config.read_text() == text
+
+
+@pytest.mark.parametrize("command", ["wrap", "unwrap"])
+def test_one_named_config_without_servers_beside_one_with(tmp_path: Path, command: str) -> None:
+    h = tmp_path / "home"
+    h.mkdir()
+    empty, full = h / "empty.json", h / "full.json"
+    empty.write_text('{"mcpServers": {}}')
+    full.write_text('{"mcpServers": {"a": {"command": "python3", "args": ["-V"]}}}')
+    force = ["--force"] if command == "wrap" else []
+    proc = run(h, command, "--config", str(full), "--config", str(empty), "--dry-run", *force)
+    assert proc.returncode == 2, proc
+    assert proc.stderr.count("lists no MCP servers") == 1 and str(empty) in proc.stderr
+    if command == "wrap":
+        assert "+ protect    a" in proc.stdout
+    assert "already protected" not in proc.stdout
+
+
+def test_known_configs_without_servers(tmp_path: Path) -> None:
+    h = tmp_path / "home"
+    (h / ".cursor").mkdir(parents=True)
+    (h / ".cursor" / "mcp.json").write_text('{"mcpServers": {}}')
+    proc = run(h, "wrap")
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        proc.stdout == f"No MCP servers listed in {h / '.cursor' / 'mcp.json'}: nothing to wrap.\n"
+    )
+    assert "already protected" not in proc.stdout
+
+
+def test_only_remote_servers_are_not_called_protected(tmp_path: Path) -> None:
+    h = tmp_path / "home"
+    h.mkdir()
+    config = h / "remote.json"
+    config.write_text('{"mcpServers": {"r": {"url": "https://example.com/mcp"}}}')
+    proc = run(h, "wrap", "--config", str(config), "--force")
+    assert proc.returncode == 0, proc
+    assert "r: remote server: add --remote to protect it" in proc.stdout
+    assert "already protected" not in proc.stdout
+    assert "Nothing to change: the servers above are left as they are" in proc.stdout

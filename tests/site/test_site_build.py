@@ -19,16 +19,15 @@ from toolpin.publog.note import Verifier
 from toolpin.publog.verify import verify_log
 from toolpin.site.build import build_site, parse_now
 from toolpin.site.model import UnverifiedLogError
-from toolpin.site.output import MANIFEST
 from toolpin.site.render import CSP, META_CSP
 
 
 def _tree(folder: Path) -> dict[str, str]:
-    """Every file of the site (the build's own manifest, with file times, aside)."""
+    """Every file of the site (the build keeps its own state outside it)."""
     return {
         str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != MANIFEST
+        if p.is_file()
     }
 
 
@@ -58,7 +57,7 @@ def test_an_unchanged_rebuild_touches_no_file(tmp_path: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
 
 
-def test_a_log_that_does_not_verify_is_refused(tmp_path: Path) -> None:
+def test_a_log_that_does_not_verify_is_refused(tmp_path: Path, toolpin_home: Path) -> None:
     writer, _ = sample_log(tmp_path / "log")
     tile = tmp_path / "log" / "tile" / "0" / "000.p" / "5"
     data = bytearray(tile.read_bytes())
@@ -86,7 +85,7 @@ def test_a_log_that_does_not_verify_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "out2").exists()
 
 
-def test_the_cli_builds_and_reports(tmp_path: Path) -> None:
+def test_the_cli_builds_and_reports(tmp_path: Path, toolpin_home: Path) -> None:
     writer, _ = sample_log(tmp_path / "log")
     done = _toolpin(
         "log",

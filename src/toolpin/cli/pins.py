@@ -255,13 +255,38 @@ def forget_command(server_id: str | None, name: str | None) -> int:
 
 
 @click.command("verify")
-def verify_command() -> int:
-    """Check the local audit log's hash chain."""
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="If the chain is broken: keep the file as audit.log.broken-<UTC time>, rewrite "
+    "its good prefix and append a repair entry.",
+)
+def verify_command(repair: bool) -> int:
+    """Check the local audit log's hash chain (exit 1 when broken).
+
+    A broken chain is never extended: pin, drift, approve and forget are refused until
+    `toolpin verify --repair`.
+    """
     from toolpin.core.render import counted
-    from toolpin.pins.audit import verify_chain
+    from toolpin.pins import audit
 
     store = _store()
-    report = verify_chain(store.audit_path)
+    if repair:
+        done = audit.repair(store.audit_path)
+        if done is None:
+            report = audit.verify_chain(store.audit_path)
+            click.echo(
+                f"audit log ok, {counted(report.entries, 'entry')}, chain intact; nothing to repair"
+            )
+            return 0
+        click.echo(f"audit log was BROKEN: {done.problem}")
+        click.echo(f"  kept the broken file as {done.kept_as}")
+        click.echo(
+            f"  rewrote its {counted(done.entries, 'good entry')} and appended a repair entry "
+            f"(seq {done.entry['seq']}); the chain verifies again"
+        )
+        return 0
+    report = audit.verify_chain(store.audit_path)
     if report.entries == 0 and report.ok:
         click.echo("no local audit log yet")
         return 0
@@ -269,6 +294,8 @@ def verify_command() -> int:
         click.echo(f"audit log ok, {counted(report.entries, 'entry')}, chain intact")
         return 0
     click.echo(
-        f"audit log BROKEN: {report.problem} (after {report.entries} good entries)", err=True
+        f"audit log BROKEN: {report.problem} (after {report.entries} good entries); "
+        "toolpin records nothing more in it until: toolpin verify --repair",
+        err=True,
     )
     return 1

@@ -95,14 +95,30 @@ def _confirm(question: str, yes: bool, dry_run: bool) -> bool:
     return True
 
 
-def _nothing_found(plan: Plan, command: str) -> bool:
-    if plan.files:
-        return False
+def _nothing_found(plan: Plan, command: str, *, named: bool) -> bool:
+    """No config, or configs that list no server: said once. A file named with
+    ``--config`` that lists none is an error, as for ``lock`` (exit 2): every such file
+    is named on stderr, and when none lists a server the command stops here."""
     from toolpin.clients.locations import CLIENT_NAMES
+    from toolpin.clients.wrap import NO_SERVERS
+    from toolpin.errors import ConfigError
 
-    click.echo(f"No MCP config found for {', '.join(CLIENT_NAMES)}.")
-    click.echo(f"Point at another one with: toolpin {command} --config <file>")
-    return True
+    if not plan.files:
+        click.echo(f"No MCP config found for {', '.join(CLIENT_NAMES)}.")
+        click.echo(f"Point at another one with: toolpin {command} --config <file>")
+        return True
+    empty = plan.without_servers()
+    if named and empty:
+        if len(empty) == len(plan.files):
+            raise ConfigError("; ".join(f"{f.path} {NO_SERVERS}" for f in empty))
+        for f in empty:
+            click.echo(f"toolpin: {f.path} {NO_SERVERS}", err=True)
+        return False
+    if len(empty) == len(plan.files):
+        listed = ", ".join(str(f.path) for f in empty)
+        click.echo(f"No MCP servers listed in {listed}: nothing to {command}.")
+        return True
+    return False
 
 
 @click.command("wrap")
@@ -158,7 +174,7 @@ def wrap_command(
     chosen = chosen_launcher(launcher, force)
     locations = _locations(configs, project)
     plan = plan_wrap(locations, launcher=chosen, lock=lock, held=held, remote=remote)
-    if _nothing_found(plan, "wrap"):
+    if _nothing_found(plan, "wrap", named=bool(configs)):
         return 0
     _print_plan(plan)
     answers = _ask_remotes(plan, yes=yes or remote, dry_run=dry_run)
@@ -175,13 +191,17 @@ def wrap_command(
         plan = plan_wrap(locations, launcher=chosen, lock=lock, held=held, remote=chosen_one)
         click.echo("With the remote servers you chose:")
         _print_plan(plan)
-    unreadable = 2 if any(f.error for f in plan.files) else 0
+    unreadable = (
+        2 if any(f.error for f in plan.files) or (configs and plan.without_servers()) else 0
+    )
     count = plan.change_count
     if count == 0:
         if unreadable:
             click.echo("Nothing else to change; the files above are left as they are.")
-        else:
+        elif any(e.note == "already protected" for f in plan.files for e in f.entries):
             click.echo("Nothing to change: every local server found is already protected.")
+        else:  # e.g. only remote servers without --remote: none is "already protected"
+            click.echo("Nothing to change: the servers above are left as they are (see each note).")
         return unreadable
     if chosen.note:
         click.echo(f"note: {chosen.note}", err=True)
@@ -236,10 +256,12 @@ def unwrap_command(yes: bool, dry_run: bool, configs: tuple[str, ...], project: 
     from toolpin.core.render import counted
 
     plan = plan_unwrap(_locations(configs, project))
-    if _nothing_found(plan, "unwrap"):
+    if _nothing_found(plan, "unwrap", named=bool(configs)):
         return 0
     _print_plan(plan)
-    unreadable = 2 if any(f.error for f in plan.files) else 0
+    unreadable = (
+        2 if any(f.error for f in plan.files) or (configs and plan.without_servers()) else 0
+    )
     count = plan.change_count
     if count == 0:
         click.echo("Nothing to unwrap.")

@@ -204,6 +204,8 @@ class FilePlan:
     remote_add: tuple[tuple[str, str, str], ...] = ()
     """Remote entries wrapped: (journal key, original text, wrapped text)."""
     remote_remove: tuple[str, ...] = ()
+    servers: int = 0
+    """How many server entries (local or remote, wrapped or not) the file lists."""
 
     @property
     def changes(self) -> list[EntryPlan]:
@@ -223,6 +225,15 @@ class Plan:
     @property
     def change_count(self) -> int:
         return sum(len(f.changes) for f in self.files if f.changed)
+
+    def without_servers(self) -> list[FilePlan]:
+        """The files read that list no MCP server at all (not an unreadable one)."""
+        return [f for f in self.files if f.error is None and f.servers == 0]
+
+
+NO_SERVERS: Final = "lists no MCP servers (mcpServers or servers)"
+"""What ``wrap``/``unwrap`` say of a file they were pointed at that lists none, as
+``lock`` does (:func:`toolpin.clients.config.load_config`)."""
 
 
 def journal_key(path: Path, entry: Entry) -> str:
@@ -307,7 +318,8 @@ def plan_wrap(
         plans: list[EntryPlan] = []
         journal_add: list[str] = []
         remote_add: list[tuple[str, str, str]] = []
-        for entry in doc.entries():
+        entries = list(doc.entries())
+        for entry in entries:
             if entry.kind == "remote":
                 wanted = remote(entry) if callable(remote) else remote
                 plan, record = _wrap_remote(doc, entry, file_launcher, file_lock, wanted, location)
@@ -331,6 +343,7 @@ def plan_wrap(
                 after,
                 journal_add=tuple(journal_add),
                 remote_add=tuple(remote_add),
+                servers=len(entries),
             )
         )
     return Plan("wrap", tuple(files), searched)
@@ -431,7 +444,8 @@ def plan_unwrap(
         plans: list[EntryPlan] = []
         removed: list[str] = []
         remote_removed: list[str] = []
-        for entry in doc.entries():
+        entries = list(doc.entries())
+        for entry in entries:
             form = recognise_wrap(entry.argv) if entry.kind == "stdio" else None
             if form is None:
                 continue
@@ -468,6 +482,7 @@ def plan_unwrap(
                 after,
                 journal_remove=tuple(removed),
                 remote_remove=tuple(remote_removed),
+                servers=len(entries),
             )
         )
     return Plan("unwrap", tuple(files), searched)

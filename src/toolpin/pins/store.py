@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolpin.core.canonical import parse_json
 from toolpin.core.snapshot import Snapshot
-from toolpin.errors import InputError, JSONError, LockfileError, StoreError, ToolpinError
+from toolpin.errors import (
+    InputError,
+    JSONError,
+    LockfileError,
+    StoreError,
+    StoreWriteError,
+    ToolpinError,
+)
 from toolpin.lockfile.native import (
     LockEntry,
     bytes_intact,
@@ -150,7 +157,7 @@ class PinStore:
             ensure_private_dir(self.home)
             ensure_private_dir(self.pins_dir)
         except OSError as exc:
-            raise StoreError(
+            raise StoreWriteError(
                 f"cannot create the pin store at {self.home}: {exc.strerror or exc}"
             ) from None
 
@@ -166,8 +173,8 @@ class PinStore:
         try:
             held = locked(path, timeout=30.0)
             held.__enter__()
-        except OSError as exc:
-            raise unusable(path, exc) from None
+        except OSError as exc:  # the lock file is opened for writing (and created)
+            raise unusable(path, exc, writing=True) from None
         try:
             yield
         finally:
@@ -357,10 +364,9 @@ class PinStore:
             raise unusable(self.audit_path, exc, writing=True) from None
         except (ValueError, KeyError, TypeError) as exc:  # a hand-edited entry
             raise StoreError(
-                f"the audit log {self.audit_path} has a damaged last entry ({type(exc).__name__})",
-                advice="toolpin records nothing until the audit log is repaired: restore it "
-                "from a backup, or move it aside to start a new chain (`toolpin audit` "
-                "verifies it). The pins themselves are unchanged.",
+                f"the audit log {self.audit_path} has a damaged entry ({type(exc).__name__})",
+                advice="toolpin records nothing until the audit log is repaired: "
+                "toolpin verify --repair. The pins themselves are unchanged.",
             ) from None
 
     def pin_first(
@@ -483,17 +489,18 @@ class PinStore:
             try:
                 os.unlink(path)
             except OSError as exc:
-                raise StoreError(f"cannot remove {path}: {exc.strerror or exc}") from None
+                raise StoreWriteError(f"cannot remove {path}: {exc.strerror or exc}") from None
             return True
 
 
 def unusable(path: Path, exc: OSError, *, writing: bool = False) -> StoreError:
     """A store file the operating system refused: named for what it is (permission, a
-    read-only file system, a full disk), never called corrupt."""
+    read-only file system, a full disk), never called corrupt. ``writing``: the refusal
+    came while writing (the lock, an audit entry, a pin file), so it is a
+    :class:`StoreWriteError` and what was read before stays valid."""
     import errno
 
     why = exc.strerror or type(exc).__name__
-    verb = "write" if writing else "read"
     if exc.errno in (errno.EACCES, errno.EPERM):
         advice = (
             f"Give this user read and write access to {path.parent} (or set TOOLPIN_HOME "
@@ -505,7 +512,9 @@ def unusable(path: Path, exc: OSError, *, writing: bool = False) -> StoreError:
         advice = "The disk is full: free some space. The pins were not changed."
     else:
         advice = "Check the store directory (permissions, disk, mount). The pins were not changed."
-    return StoreError(f"cannot {verb} the pin store file {path}: {why}", advice=advice)
+    if writing:
+        return StoreWriteError(f"cannot write the pin store file {path}: {why}", advice=advice)
+    return StoreError(f"cannot read the pin store file {path}: {why}", advice=advice)
 
 
 class NothingPending(ToolpinError):

@@ -58,7 +58,13 @@ from toolpin.core.wire import (
     kinds_offered,
     request,
 )
-from toolpin.errors import JSONError, ListingError, ToolpinError
+from toolpin.errors import (
+    AuditChainBroken,
+    JSONError,
+    ListingError,
+    StoreWriteError,
+    ToolpinError,
+)
 from toolpin.proxy.classify import OPAQUE, Message, Shape, Unclassified, classify
 from toolpin.proxy.known_page import KnownPages
 
@@ -271,6 +277,7 @@ class Session:
         self.mid_session = False
         self._drift: Drift | None = None
         self._report_path: str | None = None
+        self._review_unsaved: str | None = None  # why a blocked change could not be stored
         self._unverified_reason = ""
         if self._pinned is not None:
             self._index_pin(self._pinned)
@@ -766,6 +773,9 @@ class Session:
             if self._report_path is not None:
                 message += f" (the diff is also in {self._report_path})"
             data = self._data(REASON_DRIFT, self._drift)
+            data["review_saved"] = self._review_unsaved is None
+            if self._review_unsaved is not None:
+                message += "\n" + self._review_unsaved
             self._write_json(error_response(id_, DRIFT_ERROR, message, data))
         else:
             if self.mid_session:
@@ -811,14 +821,17 @@ class Session:
         self._drift = drift
         self.mid_session = mid_session
         self.exit_code = EXIT_DRIFT
-        self._report(drift, mid_session=mid_session)
         try:
             self.options.source.record_drift(observed, drift, mid_session=mid_session)
-        except Exception as exc:  # any store fault fails closed, cleanly
+        except StoreWriteError as exc:  # read fine, cannot write: still a change, unsaved
+            self._review_unsaved = _unsaved_note(exc)
+        except Exception as exc:  # any other store fault fails closed, cleanly
+            self._report(drift, mid_session=mid_session)
             self._store_failed(
                 exc, "recording the change", mid_session=mid_session, blocked_ids=blocked_ids
             )
             return
+        self._report(drift, mid_session=mid_session)
         self._enter_blocked(blocked_ids)
 
     def _store_failed(
@@ -846,7 +859,11 @@ class Session:
             advice = " The pins were not changed."
         self.block_reason = "unverified"
         self._drift = None
-        self._unverified_reason = "its pin store failed; see the server log"
+        self._unverified_reason = (
+            "its audit log is broken; repair it with: toolpin verify --repair"
+            if isinstance(exc, AuditChainBroken)
+            else "its pin store failed; see the server log"
+        )
         self.mid_session = mid_session
         self.exit_code = EXIT_UNVERIFIED
         self._log(
@@ -930,6 +947,8 @@ class Session:
         ]
         advice = self.options.source.advice(mid_session=mid_session)
         lines.extend(Line(f"  {x}", "header" if i == 0 else None) for i, x in enumerate(advice))
+        if self._review_unsaved is not None:
+            lines.append(Line(f"  {self._review_unsaved}", "bad"))
         self._log(to_text(lines, color=self.options.color))
         try:  # for clients that hide stderr; a failure here never changes the verdict
             self._report_path = self.options.source.save_report(to_text(lines, color=False))
@@ -1166,6 +1185,16 @@ class Session:
         """
         with self._lock:
             return self.state is State.BLOCKED and not self.mid_session
+
+
+def _unsaved_note(exc: StoreWriteError) -> str:
+    """The second line of a block whose change the store could not record (one line, the
+    store's own words: a path and the operating system's reason, never server text)."""
+    return (
+        f"The change could not be saved for review: {visible(exc.message.rstrip('.'))}. "
+        "`toolpin review` will not show it: fix the store (or set TOOLPIN_HOME to a "
+        "writable one) and restart the server to record it."
+    )
 
 
 def _only_removals(drift: Drift) -> bool:

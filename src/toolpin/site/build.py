@@ -43,7 +43,7 @@ from toolpin.site.fragments import (
     version_options,
 )
 from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
-from toolpin.site.output import SiteWriter
+from toolpin.site.output import SiteWriter, state_path
 from toolpin.site.pages import ServerPage
 from toolpin.site.render import CSP, environment, site_path
 
@@ -348,10 +348,11 @@ def build_site(
     view = read_log(log_dir, vkey, state=state)
     code = code_digest()
     inputs = _inputs_digest(view, base_url, now, code)
+    kept = None if cache is None else state_path(cache, out)  # never inside ``out``
     staging = _staging(out)
     try:
         if staging is None:
-            writer = SiteWriter(out)
+            writer = SiteWriter(out, state=kept)
             if writer.up_to_date(inputs):
                 return BuildResult(
                     checkpoint_size=view.checkpoint.size,
@@ -363,7 +364,7 @@ def build_site(
                     removed=0,
                 )
         else:
-            writer = SiteWriter(staging, manifest=False, fresh=True)
+            writer = SiteWriter(staging, state=kept, manifest=False, fresh=True)
         result = _build(
             view, vkey, writer, base_url=base_url, now=now, inputs=inputs, cache=(cache, code)
         )

@@ -5,11 +5,18 @@ atomically (:func:`toolpin.util.fs.atomic_write`; without fsync: the site is reb
 the log, never the only copy of anything). Paths are checked to stay inside the output
 folder.
 
-A manifest (``.toolpin-site``) records the digest of the build's inputs and the size and
-modification time of every file the build wrote. A build whose inputs are unchanged and
-whose files are all still as recorded touches nothing (:meth:`SiteWriter.up_to_date`);
+The build's own state is never published: it lives outside the output folder, in the
+log's work cache (:func:`state_path`: ``<cache>/outputs/<16 hex>.manifest``, keyed by the
+output folder's resolved path), and records the digest of the build's inputs and the size
+and modification time of every file the build wrote. A build whose inputs are unchanged
+and whose files are all still as recorded touches nothing (:meth:`SiteWriter.up_to_date`);
 otherwise every file is produced again and compared. Files the previous build listed that
-this one no longer writes are removed; nothing else in the folder is ever deleted.
+this one no longer writes are removed; nothing else in the folder is ever deleted. So the
+published folder is a pure function of the log, ``--base-url`` and ``--now``: two builds
+give ``diff -r``-identical folders. Without a cache no state is kept (every file is
+compared, none removed). A manifest that older builds wrote into the folder
+(``.toolpin-site``) is read once for its file list and removed; a file of that name that is
+not one is left alone.
 """
 
 from __future__ import annotations
@@ -25,12 +32,21 @@ from toolpin.errors import InputError
 from toolpin.util.fs import atomic_write
 
 MANIFEST: Final = ".toolpin-site"
+"""The manifest older builds wrote into the published folder (now removed when found)."""
 _HEADER: Final = "toolpin-site 1 "
 _SAFE_PART: Final = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
 _SAFE_PATH: Final = re.compile(rf"(?:{_SAFE_PART}/)*{_SAFE_PART}")
 """A relative path whose every part is a safe name (no ``..``, no empty or hidden part)."""
 
-__all__ = ["MANIFEST", "SiteWriter"]
+__all__ = ["MANIFEST", "SiteWriter", "state_path"]
+
+
+def state_path(cache: Path, out: Path) -> Path:
+    """Where the build state of the site in ``out`` is kept, in the log's work cache."""
+    import hashlib
+
+    tag = hashlib.sha256(str(out.resolve()).encode("utf-8")).hexdigest()[:16]
+    return cache / "outputs" / f"{tag}.manifest"
 
 
 class SiteWriter:
@@ -43,9 +59,19 @@ class SiteWriter:
     written or found unchanged, for the manifest.
     """
 
-    def __init__(self, root: Path, *, manifest: bool = True, fresh: bool = False) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        state: Path | None = None,
+        manifest: bool = True,
+        fresh: bool = False,
+    ) -> None:
         self.root = root
+        self.state = state
+        """The build state file (outside ``root``); ``None``: nothing is kept."""
         self.fresh = fresh
+        self._legacy = False  # an old manifest inside ``root``, removed by finish()
         self.stats: dict[str, tuple[int, int]] = {}
         self.written = 0
         self.unchanged = 0
@@ -62,11 +88,16 @@ class SiteWriter:
         return set(self.stats)
 
     def _read_manifest(self) -> None:
-        manifest = self.root / MANIFEST
+        legacy = self.root / MANIFEST
+        self._legacy = _is_manifest(legacy)
+        if self.state is not None and os.path.lexists(self.state):
+            self._parse(self.state)
+        elif self._legacy:
+            self._parse(legacy)
+
+    def _parse(self, manifest: Path) -> None:
         try:
             text = manifest.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return
         except (OSError, UnicodeDecodeError):
             raise InputError(f"{manifest} cannot be read; remove it to rebuild") from None
         lines = text.split("\n")
@@ -190,7 +221,8 @@ class SiteWriter:
         self.write(rel, text.encode("utf-8"))
 
     def finish(self, inputs: str) -> int:
-        """Remove what the previous build wrote and this one did not; write the manifest.
+        """Remove what the previous build wrote and this one did not (and an old manifest
+        inside the folder); write the build state.
 
         Returns how many stale files were removed.
         """
@@ -206,14 +238,31 @@ class SiteWriter:
         lines = [_HEADER + inputs]
         lines.extend(f"{rel}\t{size}\t{mtime}" for rel, (size, mtime) in sorted(self.stats.items()))
         data = ("\n".join(lines) + "\n").encode("utf-8")
-        manifest = self.root / MANIFEST
-        try:
-            same = manifest.read_bytes() == data
-        except FileNotFoundError:
-            same = False
-        if not same:
-            atomic_write(manifest, data, sync=False)
+        if self.state is not None:
+            try:
+                same = self.state.read_bytes() == data
+            except FileNotFoundError:
+                same = False
+            if not same:
+                self.state.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(self.state, data, sync=False)
+        if self._legacy:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.root / MANIFEST)
+            self._legacy = False
         return removed
+
+
+def _is_manifest(path: Path) -> bool:
+    """Whether ``path`` is a manifest a toolpin build wrote (it starts with the header)."""
+    if os.path.islink(path) or not os.path.isfile(path):  # never open a FIFO or follow a link
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(_HEADER))
+    except OSError:
+        return False
+    return head == _HEADER.encode("ascii")
 
 
 def _write_all(fd: int, data: bytes) -> None:
