@@ -26,6 +26,7 @@ import io
 import json
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -40,7 +41,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import ListToolsResult
 
 from tests.proxy import codecs as C
-from tests.proxy.harness import SCRIPTED, Proxy, Scripted, proxy_env, run_cli, tool
+from tests.proxy.harness import SCRIPTED, WAIT, Proxy, Scripted, proxy_env, tool
 from toolpin.cli import main as toolpin_main
 
 EXAMPLES = int(os.environ.get("TOOLPIN_ACCEPT_EXAMPLES", "25"))
@@ -219,11 +220,20 @@ def sdk_view(tools: list[Any]) -> Any:
     )
 
 
-def toolpin_hash(path: Path) -> Any:
-    """``toolpin hash --json FILE`` (the CLI's own entry point, in this process)."""
+def toolpin_json(home: Path, *args: str) -> Any:
+    """``toolpin ARGS --json`` run by the CLI's own entry point in this process (a new
+    process per call would cost more than the rest of an example)."""
     out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exited:
-        toolpin_main(["hash", "--json", str(path)])
+    saved = os.environ.get("TOOLPIN_HOME")
+    os.environ["TOOLPIN_HOME"] = str(home)
+    try:
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exited:
+            toolpin_main([*args, "--json"])
+    finally:
+        if saved is None:
+            del os.environ["TOOLPIN_HOME"]
+        else:
+            os.environ["TOOLPIN_HOME"] = saved
     assert exited.value.code in (0, None), out.getvalue()
     return json.loads(out.getvalue())
 
@@ -236,17 +246,15 @@ def audit_events(home: Path) -> list[str]:
 
 
 def pinned(home: Path) -> Any:
-    rows = json.loads(run_cli(home, "list", "--json").stdout)
+    rows = toolpin_json(home, "list")
     assert len(rows) == 1, rows
-    shown = run_cli(home, "show", rows[0]["id"], "--json")
-    assert shown.returncode == 0, shown.stderr
-    return json.loads(shown.stdout)
+    return toolpin_json(home, "show", rows[0]["id"])
 
 
 async def list_every_encoding(params: StdioServerParameters) -> tuple[str | None, list[Any]]:
     """One SDK client session: its instructions and one listing per encoder."""
     pages = []
-    async with Client(params, mode="legacy") as client:
+    async with Client(params, mode="legacy", read_timeout_seconds=WAIT) as client:
         for _ in ENCODERS:
             page = await client.list_tools(cache_mode="bypass")
             pages.append(page.model_dump(by_alias=True, mode="json", exclude_unset=True))
@@ -282,15 +290,16 @@ def check_listing(
         expected = sdk_view(tools)
         for encoder, page in zip(ENCODERS, seen, strict=True):
             assert C.same(page, expected), f"{encoder}: the SDK client read another listing"
-        # Byte for byte what the server wrote, each line read alike by the three readers.
+        # Byte for byte what the server wrote (a line the three readers read alike, to the
+        # listing: checked by encoded() above).
         sent = server.sent()
         lines = session.lines()
         assert len(lines) == 1 + len(ENCODERS), session.stderr
         for encoder, line in zip(ENCODERS, lines[1:], strict=True):
-            read = C.verdict(line.rstrip(b"\n"))
-            assert read.agree, f"{encoder}: forwarded a line the readers read apart"
-            assert C.same(read.python["result"], listing), f"{encoder}: another value"
-            assert line in sent, f"{encoder}: the line was not forwarded as written"
+            identity = json.dumps(json.loads(line)["id"])
+            written = answers[encoder].replace(str(C.ID_SENTINEL), identity, 1)
+            assert line == written.encode() + b"\n", f"{encoder}: not forwarded as written"
+            assert line in sent
         assert session.code.read_text().strip() == "0", session.stderr
     assert audit_events(home) == ["pin"], "the second session saw a change"
     shown = pinned(home)
@@ -299,7 +308,7 @@ def check_listing(
     for encoder in ENCODERS:
         path = root / f"listing-{encoder}.json"
         path.write_bytes(C.ENCODERS[encoder](listing))
-        offline = toolpin_hash(path)["tools"]
+        offline = toolpin_json(home, "hash", str(path))["tools"]
         assert offline["setHash"] == shown["tools"]["set_hash"], encoder
         assert {i["name"]: i["hash"] for i in offline["items"]} == hashes, encoder
 
@@ -343,8 +352,23 @@ EXPLICIT: dict[str, tuple[list[Any], str | None]] = {
         [tool("tool-\U0001f600", "x", inputSchema=_schema(**{"k\U0001f600": {"type": "string"}}))],
         "\U0001f600 instructions",
     ),
-    "windows-path": ([tool("files", "Reads C:\\users\\me and \\\\server\\u0020share.")], None),
-    "regex": ([tool("match", "m", inputSchema=_schema(p={"pattern": "^\\\\u[0-9a-f]{4}$"}))], None),
+    # Backslashes before u that are not escapes: JSON writes \\ then u (\\ud83d is text).
+    "windows-path": (
+        [tool("files", "Reads C:\\users\\me, C:\\ud83d\\x and \\\\server\\u0020share.")],
+        "Files live in C:\\Users\\Default\\uDE00.",
+    ),
+    "regex": (
+        [
+            tool(
+                "match",
+                "m",
+                inputSchema=_schema(
+                    p={"pattern": "^\\\\u[0-9a-f]{4}$"}, q={"pattern": "\\\\ud83d\\\\ude00"}
+                ),
+            )
+        ],
+        None,
+    ),
     "ID-id": ([tool("get", "g", inputSchema=_schema(ID={"type": "string"}, id={}))], None),
     "mm-Mm": (
         [tool("size", "s", inputSchema=_schema(mm={"description": "milli"}, Mm={"type": "x"}))],
@@ -395,6 +419,63 @@ def test_explicit_listing_in_every_encoding(codecs: ModuleType, tmp_path: Path, 
     check_listing(tools, instructions, "upper-hex", "py-ascii", tmp_path)
 
 
+TS_CLIENT = r"""
+const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
+const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+(async () => {
+  const [command, ...args] = JSON.parse(process.argv[1]);
+  const times = Number(process.argv[2]);
+  const transport = new StdioClientTransport({ command, args, env: process.env });
+  const client = new Client({ name: "accept-ts", version: "1.0.0" });
+  await client.connect(transport);
+  const pages = [];
+  for (let i = 0; i < times; i++) pages.push((await client.listTools()).tools);
+  const instructions = client.getInstructions() ?? null;
+  process.stdout.write(JSON.stringify({ instructions, pages }) + "\n");
+  await client.close();
+})().catch((e) => {
+  process.stdout.write(JSON.stringify({ error: String(e && e.message) }) + "\n");
+  process.exit(1);
+});
+"""
+
+
+def test_typescript_sdk_client_reads_every_encoding(
+    codecs: ModuleType, server_everything: Path, tmp_path: Path
+) -> None:
+    """The TypeScript SDK's client (from npm, beside server-everything) through the
+    proxy: every explicit case in one listing, pinned in one encoding, unchanged in
+    another, each encoder's answer read value for value."""
+    modules = server_everything.parents[3]  # node_modules/@modelcontextprotocol/x/dist/index.js
+    tools = [t for case in EXPLICIT.values() for t in case[0]]
+    instructions = "".join(PIECES)
+    listing = {"tools": tools}
+    answers = {e: encoded(e, message(result=listing)) for e in ENCODERS}
+    home = tmp_path / "home"
+    server = Scripted(tmp_path / "srv")
+    for head in ("upper-hex", "go"):
+        server.update(
+            raw={
+                "initialize": [encoded(head, message(result=init_result(instructions)))],
+                "tools/list": [answers[e] for e in encoder_order(head)],
+            }
+        )
+        argv = [sys.executable, "-m", "toolpin", "run", "--", *server.argv]
+        done = subprocess.run(
+            ["node", "-e", TS_CLIENT, json.dumps(argv), str(len(ENCODERS))],
+            cwd=modules.parent,
+            env=proxy_env(home),
+            capture_output=True,
+            timeout=120,
+        )
+        answer = json.loads(done.stdout, parse_int=float)
+        assert done.returncode == 0, (answer, done.stderr.decode("utf-8", "replace"))
+        assert answer["instructions"] == instructions
+        for encoder, page in zip(ENCODERS, answer["pages"], strict=True):
+            assert C.same(page, tools), f"{encoder}: the TypeScript client read another listing"
+    assert audit_events(home) == ["pin"], "the second session saw a change"
+
+
 # A thrown JavaScript Error as Node servers serialize it: clients read code and message.
 NODE_ERROR = {
     "code": -32603,
@@ -431,7 +512,7 @@ def test_error_object_with_extra_members_as_a_tool_answer(
     caught: list[MCPError] = []
 
     async def run() -> None:
-        async with Client(params, mode="legacy") as client:
+        async with Client(params, mode="legacy", read_timeout_seconds=WAIT) as client:
             assert [t.name for t in (await client.list_tools()).tools] == ["a"]
             try:
                 await client.call_tool("a", {"x": "1"})
