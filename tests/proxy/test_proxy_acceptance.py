@@ -181,11 +181,6 @@ def encoded(encoder: str, value: Any) -> str:
     return text_line
 
 
-def encoder_order(first: str) -> list[str]:
-    """``first`` (which answers the connect check), then every encoder once."""
-    return [first, *ENCODERS]
-
-
 class Session:
     """One ``toolpin run`` session with the SDK client; the bytes the client read are
     kept (a ``tee`` between the proxy's stdout and the client)."""
@@ -251,11 +246,11 @@ def pinned(home: Path) -> Any:
     return toolpin_json(home, "show", rows[0]["id"])
 
 
-async def list_every_encoding(params: StdioServerParameters) -> tuple[str | None, list[Any]]:
-    """One SDK client session: its instructions and one listing per encoder."""
+async def list_times(params: StdioServerParameters, times: int) -> tuple[str | None, list[Any]]:
+    """One SDK client session: its instructions and ``times`` listings."""
     pages = []
     async with Client(params, mode="legacy", read_timeout_seconds=WAIT) as client:
-        for _ in ENCODERS:
+        for _ in range(times):
             page = await client.list_tools(cache_mode="bypass")
             pages.append(page.model_dump(by_alias=True, mode="json", exclude_unset=True))
         return client.instructions, pages
@@ -264,23 +259,42 @@ async def list_every_encoding(params: StdioServerParameters) -> tuple[str | None
 def check_listing(
     tools: list[Any], instructions: str | None, first: str, second: str, root: Path
 ) -> None:
-    """The whole round: pin in ``first``'s encoding, unchanged in ``second``'s, every
-    encoding listed by the client in both sessions."""
-    home = root / "home"
+    """The whole round for every encoder: pin with ``first``'s line at connect,
+    unchanged with ``second``'s, every encoder's line listed by the client in both."""
     listing = {"tools": tools}
     answers = {e: encoded(e, message(result=listing)) for e in ENCODERS}
+    files = {e: C.ENCODERS[e](listing) for e in ENCODERS}
+    check_answers(tools, instructions, answers, files, first, second, root)
+
+
+def check_answers(
+    tools: list[Any],
+    instructions: str | None,
+    answers: dict[str, str],
+    files: dict[str, bytes],
+    first: str,
+    second: str,
+    root: Path,
+) -> None:
+    """``answers`` (lines of one listing, by name, each already known to be read alike by
+    the three readers) through two sessions: ``first``'s answers the connect check and
+    pins, ``second``'s the next connect check (unchanged); in both the client lists once
+    per answer and must read each value for value, byte for byte as written. ``files``:
+    the listing as files, each of which ``toolpin hash`` must hash as pinned."""
+    home = root / "home"
+    names = list(answers)
     server = Scripted(root / "srv")
     for session_number, head in enumerate((first, second)):
+        init = encoded(
+            head if head in C.ENCODERS else "py-utf8", message(result=init_result(instructions))
+        )
         server.update(
-            raw={
-                "initialize": [encoded(head, message(result=init_result(instructions)))],
-                "tools/list": [answers[e] for e in encoder_order(head)],
-            }
+            raw={"initialize": [init], "tools/list": [answers[n] for n in [head, *names]]}
         )
         server.clear_logs()
         session = Session(home, server, root)
         try:
-            got_instructions, seen = anyio.run(list_every_encoding, session.params)
+            got_instructions, seen = anyio.run(list_times, session.params, len(names))
         except BaseException as exc:
             raise AssertionError(
                 f"session {session_number + 1} ({head} at connect) failed: {exc!r}\n"
@@ -288,29 +302,28 @@ def check_listing(
             ) from None
         assert got_instructions == instructions
         expected = sdk_view(tools)
-        for encoder, page in zip(ENCODERS, seen, strict=True):
-            assert C.same(page, expected), f"{encoder}: the SDK client read another listing"
-        # Byte for byte what the server wrote (a line the three readers read alike, to the
-        # listing: checked by encoded() above).
+        for name, page in zip(names, seen, strict=True):
+            assert C.same(page, expected), f"{name}: the SDK client read another listing"
+        # Byte for byte what the server wrote.
         sent = server.sent()
         lines = session.lines()
-        assert len(lines) == 1 + len(ENCODERS), session.stderr
-        for encoder, line in zip(ENCODERS, lines[1:], strict=True):
+        assert len(lines) == 1 + len(names), session.stderr
+        for name, line in zip(names, lines[1:], strict=True):
             identity = json.dumps(json.loads(line)["id"])
-            written = answers[encoder].replace(str(C.ID_SENTINEL), identity, 1)
-            assert line == written.encode() + b"\n", f"{encoder}: not forwarded as written"
+            written = answers[name].replace(str(C.ID_SENTINEL), identity, 1)
+            assert line == written.encode() + b"\n", f"{name}: not forwarded as written"
             assert line in sent
         assert session.code.read_text().strip() == "0", session.stderr
     assert audit_events(home) == ["pin"], "the second session saw a change"
     shown = pinned(home)
     assert shown["pending"] is None
     hashes = {i["key"]: i["hash"] for i in shown["tools"]["items"]}
-    for encoder in ENCODERS:
-        path = root / f"listing-{encoder}.json"
-        path.write_bytes(C.ENCODERS[encoder](listing))
+    for name, data in files.items():
+        path = root / f"listing-{name}.json"
+        path.write_bytes(data)
         offline = toolpin_json(home, "hash", str(path))["tools"]
-        assert offline["setHash"] == shown["tools"]["set_hash"], encoder
-        assert {i["name"]: i["hash"] for i in offline["items"]} == hashes, encoder
+        assert offline["setHash"] == shown["tools"]["set_hash"], name
+        assert {i["name"]: i["hash"] for i in offline["items"]} == hashes, name
 
 
 # -------------------------------------------------------------------------------- tests
@@ -419,6 +432,45 @@ def test_explicit_listing_in_every_encoding(codecs: ModuleType, tmp_path: Path, 
     check_listing(tools, instructions, "upper-hex", "py-ascii", tmp_path)
 
 
+# Spellings of one number each: every spelling is read to that number by all three readers
+# (integers past 2^53 only where the double is exact, like 10^20).
+SPELLINGS = [
+    ["0", "-0", "0.0", "-0.0", "0e0", "0E+0", "-0e-5"],
+    ["1", "1.0", "1e0", "1E0", "10e-1", "0.1e1", "1.00000000000000000001"],
+    ["1.5", "15e-1", "1.5E+0", "0.15e+1", "1.50"],
+    ["-7", "-7.0", "-7e0", "-70E-1"],
+    ["9007199254740991", "9007199254740991.0", "9.007199254740991e15"],
+    ["9007199254740992", "9.007199254740992E15", "9007199254740992.0"],
+    ["100000000000000000000", "1e20", "1E+20", "100000000000000000000.0"],
+    ["1e21", "1E21", "1000000000000000000000", "1e+21"],
+    ["1.7976931348623157e308", "17976931348623157e292", "1.7976931348623157E+308"],
+    ["5e-324", "4.9406564584124654e-324", "5E-324"],
+    ["-2.5e-7", "-0.00000025", "-25E-8"],
+    ["0.1", "1e-1", "0.10000000000000000555"],
+]
+
+
+def _number_answer(k: int) -> str:
+    numbers = ",".join(group[k % len(group)] for group in SPELLINGS)
+    return _listing_line(
+        '{"tools":[{"name":"num","description":"n","inputSchema":{"type":"object",'
+        '"properties":{"x":{"type":"number","enum":[' + numbers + "]}}}}]}"
+    )
+
+
+def test_every_number_spelling_is_accepted(codecs: ModuleType, tmp_path: Path) -> None:
+    answers = {f"spelling-{k}": _number_answer(k) for k in range(7)}
+    values = [json.loads(group[0]) for group in SPELLINGS]
+    tools = [tool("num", "n", inputSchema=_schema(x={"type": "number", "enum": values}))]
+    for name, line in answers.items():
+        read = C.verdict(line.encode())
+        assert read.agree, f"{name}: {read.problem}"
+        assert C.same(read.python["result"]["tools"], tools), name
+    # The listing files: each answer's result, spelled as in the answer.
+    files = {n: a[a.index('"result":') + 9 : -1].encode() for n, a in answers.items()}
+    check_answers(tools, None, answers, files, "spelling-3", "spelling-5", tmp_path)
+
+
 TS_CLIENT = r"""
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
@@ -457,7 +509,7 @@ def test_typescript_sdk_client_reads_every_encoding(
         server.update(
             raw={
                 "initialize": [encoded(head, message(result=init_result(instructions)))],
-                "tools/list": [answers[e] for e in encoder_order(head)],
+                "tools/list": [answers[e] for e in [head, *ENCODERS]],
             }
         )
         argv = [sys.executable, "-m", "toolpin", "run", "--", *server.argv]
