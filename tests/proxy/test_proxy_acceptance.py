@@ -13,8 +13,9 @@ encoding), the second is unchanged (its connect check in another), and in both t
 lists once per encoder, each answer in the next encoding; every answer must reach the
 client value for value, the audit log must hold one ``pin`` and nothing else, and the
 pinned hashes must equal ``toolpin hash`` of the listing file in every encoding.
-A few lines the readers read differently (a repeated name, a lone surrogate, an integer
-past 2^53) are refused, so both sides are covered.
+A few lines the readers read differently (a repeated name, a lone surrogate, a number no
+double holds) are refused, so both sides are covered; an integer past 2^53 is the one
+chosen limit (read as a JavaScript client reads it, and accepted).
 
 ``TOOLPIN_ACCEPT_EXAMPLES`` sets the budget (``make fuzz`` runs 300).
 """
@@ -591,7 +592,6 @@ DIVERGENT = {
     "repeated-schema-member": LISTING.replace('"x":{', '"x":{"type":"number","x":1},"x":{'),
     "lone-surrogate": LISTING.replace("Reads", "Reads \\ud83d"),
     "lone-low-surrogate": LISTING.replace("Reads", "\\uDE00Reads"),
-    "int-past-2^53": LISTING.replace('"type":"object"', '"type":"object","max":9007199254740993'),
     "double-overflow": LISTING.replace('"type":"object"', '"type":"object","max":1e400'),
 }
 
@@ -622,6 +622,26 @@ def test_lines_the_readers_read_apart_are_refused(
     assert reply["error"]["code"] == -31043, reply
     assert not any(b"Reads" in x for x in proxy.received), "the divergent line was forwarded"
     assert proxy.close() == 2
+
+
+@pytest.mark.parametrize("big", ["9007199254740993", "9223372036854775807", "-9223372036854775808"])
+def test_integers_past_2_53_are_read_as_a_javascript_client_reads_them(
+    toolpin_home: Path, tmp_path: Path, big: str
+) -> None:
+    """The one chosen limit on numbers (docs/proxy.md, "What is accepted"): an integer
+    past 2^53 is the double a JavaScript or Go client holds, which is what is hashed.
+    Python's ``json`` keeps the exact integer, so the readers differ by the last bits;
+    refusing would block every server that states an int64 bound (2^63 - 1)."""
+    body = LISTING.replace('"type":"object"', '"type":"object","maximum":' + big)
+    line = _listing_line(body)
+    server = Scripted(tmp_path / "srv", tools=[tool("a")], raw={"tools/list": [line]})
+    proxy = Proxy(toolpin_home, server.argv)
+    proxy.check_readers = False  # they differ in the last bits, by this test's design
+    assert "result" in proxy.initialize()
+    listed = proxy.call("tools/list")
+    assert listed["result"]["tools"][0]["inputSchema"]["maximum"] == int(big)  # as sent
+    assert proxy.close() == 0
+    assert audit_events(toolpin_home) == ["pin"]
 
 
 def test_scripted_raw_lines_reach_the_proxy_verbatim(tmp_path: Path, toolpin_home: Path) -> None:
