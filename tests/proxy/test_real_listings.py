@@ -4,11 +4,11 @@ proxy and the offline commands, in every encoder.
 For each encoder one scripted server (``tests/servers/scripted.py``, its ``tools/list``
 answers written in that encoder's bytes) serves every listing of the corpus at once (no
 two listings share a tool name; the test checks it): the first ``toolpin run`` pins, the
-second finds it unchanged, and the client receives each listing value for value (member
-order and number types included). ``toolpin hash`` of the same bytes gives the proxy's
-pinned hashes, and every listing file, in the encoder's bytes, is pinned, checked and
-hashed by ``toolpin pin``/``check``/``hash`` (in this process, the CLI's own entry point)
-with the hashes of the listing as captured.
+second finds it unchanged, and the client receives what the server sent (member order
+included), each listing value for value (number types included). ``toolpin hash`` of
+the same bytes gives the proxy's pinned hashes, and every listing file, in the encoder's
+bytes, is pinned, checked and hashed by ``toolpin pin``/``check``/``hash`` (in this
+process, the CLI's own entry point) with the hashes of the listing as captured.
 """
 
 from __future__ import annotations
@@ -90,8 +90,13 @@ def _load() -> dict[str, dict[str, Any]]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal as values, member order and number types included (1 is not 1.0)."""
-    return json.dumps(a, ensure_ascii=False) == json.dumps(b, ensure_ascii=False)
+    """Equal as JSON values, number types included (1 is not 1.0)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _identical(a: Any, b: Any) -> bool:
+    """Equal as values and in member order."""
+    return json.dumps(a) == json.dumps(b)
 
 
 def _inprocess(argv: Sequence[str], cwd: Path) -> tuple[int, str, str]:
@@ -214,8 +219,11 @@ def test_corpus_through_the_proxy_and_the_offline_commands(
     second, code, stderr = _session(toolpin_home, argv)
     assert code == 0 and "pinned" not in stderr, stderr
     assert _audit_events(toolpin_home) == ["pin"]
+    sent = json.loads(batch_text)
     for reply in (first, second):
+        # What the server sent, member order included; listing by listing, the corpus.
         received = reply["result"]["tools"]
+        assert _identical(reply["result"], sent)
         start = 0
         for name in names:
             count = len(corpus[name]["tools"])
