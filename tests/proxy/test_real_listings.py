@@ -261,7 +261,7 @@ def test_corpus_through_the_proxy_and_the_offline_commands(
         assert code == 0, (name, stderr)
         assert json.loads(stdout)["set_hash"] == captured_hashes[name]["setHash"], name
         code, stdout, stderr = _inprocess(
-            ["check", "--listing", str(path), "--lock", str(lock), "--json"], work
+            ["check", "--listing", str(path), "--lock", str(lock), "--json", "--no-cache"], work
         )
         assert code == 0, (name, stdout, stderr)
         result = json.loads(stdout)
