@@ -47,9 +47,11 @@ uninstall:
 	rm -f $(PREFIX)/bin/toolpin
 	rm -rf $(PREFIX)/lib/toolpin
 
-# The proxy's framing fuzzer with a long budget (the normal suite runs 60 examples).
+# The proxy's framing fuzzer and its differential acceptance test with long budgets (the
+# normal suite runs 60 and 25 examples).
 fuzz: $(VENV)/.installed
 	TOOLPIN_FUZZ_EXAMPLES=$${TOOLPIN_FUZZ_EXAMPLES:-3000} $(BIN)/pytest -q tests/proxy/test_proxy_fuzz.py
+	TOOLPIN_ACCEPT_EXAMPLES=$${TOOLPIN_ACCEPT_EXAMPLES:-300} $(BIN)/pytest -q tests/proxy/test_proxy_acceptance.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -33,6 +33,10 @@ server between two sessions by rewriting it. Keys (all optional):
 ``stderr``            text written to stderr at start
 ``big_result``        size in bytes of the text returned by the tool ``big``
 ``ignore_sigterm``    ignore SIGTERM (exit on stdin EOF only)
+``raw``               {method: [lines]}: the n-th request of that method is answered with
+                      the n-th line verbatim (the last one again once they run out), the
+                      number 987654321987654 in it replaced by the request's id; the exact
+                      bytes of an encoder reach the proxy (a line may end with ``\r``)
 """
 
 from __future__ import annotations
@@ -175,6 +179,20 @@ def answer(msg: dict[str, Any]) -> dict[str, Any] | None:
     return {"error": {"code": -32601, "message": "Method not found"}}
 
 
+RAW_ID = "987654321987654"
+
+
+def raw_answer(msg: dict[str, Any]) -> bytes:
+    """The configured raw line for this request, its id put in place of :data:`RAW_ID`."""
+    lines = CONFIG["raw"][msg["method"]]
+    count = state.setdefault("raw_count", {})
+    index = count.get(msg["method"], 0)
+    count[msg["method"]] = index + 1
+    line: str = lines[min(index, len(lines) - 1)]
+    identity = json.dumps(msg["id"], separators=(",", ":"))
+    return line.replace(RAW_ID, identity, 1).encode("utf-8") + b"\n"
+
+
 def main() -> None:
     if CONFIG.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -198,6 +216,9 @@ def main() -> None:
         if msg["method"] == CONFIG.get("die_on"):
             os._exit(3)
         if "id" not in msg or msg["method"] in CONFIG.get("silent_on", []):
+            continue
+        if msg["method"] in CONFIG.get("raw", {}):
+            send_raw(raw_answer(msg))
             continue
         reply = answer(msg)
         if reply is None:
