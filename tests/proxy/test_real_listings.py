@@ -1,14 +1,15 @@
 """The corpus of real ``tools/list`` answers (``tests/data/real-listings``) through the
 proxy and the offline commands, in every encoder.
 
-For each encoder one scripted server (``tests/servers/scripted.py``, its ``tools/list``
-answers written in that encoder's bytes) serves every listing of the corpus at once (no
-two listings share a tool name; the test checks it): the first ``toolpin run`` pins, the
-second finds it unchanged, and the client receives what the server sent (member order
-included), each listing value for value (number types included). ``toolpin hash`` of
-the same bytes gives the proxy's pinned hashes, and every listing file, in the encoder's
-bytes, is pinned, checked and hashed by ``toolpin pin``/``check``/``hash`` (in this
-process, the CLI's own entry point) with the hashes of the listing as captured.
+For each encoder (:data:`tests.proxy.codecs.ENCODERS`) scripted servers
+(``tests/servers/scripted.py``, their ``tools/list`` answers written in that encoder's
+bytes) serve the corpus, each server a group of listings that share no tool name (three
+groups, not 132 servers): the first ``toolpin run`` pins, the second finds it unchanged,
+and the client receives what the server sent (member order included) and each listing
+value for value. ``toolpin hash`` of the same bytes gives the proxy's pinned hashes;
+every listing file in the encoder's bytes hashes as captured, and a group's files, as
+the pages of one listing, are pinned by ``toolpin pin`` and found unchanged by ``toolpin
+check`` (in this process, through the CLI's own entry point).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 import pytest
 
 from tests.proxy import codecs as codec_module
-from tests.proxy.harness import Proxy, Scripted, run_cli
+from tests.proxy.harness import Proxy, Scripted
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "real-listings"
 LISTINGS = sorted(CORPUS.glob("*.json"))
@@ -40,13 +41,17 @@ def _identical(a: Any, b: Any) -> bool:
     return json.dumps(a) == json.dumps(b)
 
 
-def _inprocess(argv: Sequence[str], cwd: Path) -> tuple[int, str, str]:
-    """``toolpin ARGV`` through the CLI's entry point in this process."""
+def _inprocess(argv: Sequence[str], cwd: Path, home: Path | None = None) -> tuple[int, str, str]:
+    """``toolpin ARGV`` through the CLI's entry point in this process (with ``home`` as
+    its ``TOOLPIN_HOME``)."""
     from toolpin.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     code: int | str | None = 0
     old = os.getcwd()
+    old_home = os.environ.get("TOOLPIN_HOME")
+    if home is not None:
+        os.environ["TOOLPIN_HOME"] = str(home)
     os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -56,6 +61,10 @@ def _inprocess(argv: Sequence[str], cwd: Path) -> tuple[int, str, str]:
                 code = exc.code
     finally:
         os.chdir(old)
+        if old_home is None:
+            os.environ.pop("TOOLPIN_HOME", None)
+        else:
+            os.environ["TOOLPIN_HOME"] = old_home
     assert isinstance(code, int) or code is None, code
     return code or 0, out.getvalue(), err.getvalue()
 
@@ -63,9 +72,27 @@ def _inprocess(argv: Sequence[str], cwd: Path) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def corpus() -> dict[str, dict[str, Any]]:
     listings = _load()
-    names = [t["name"] for listing in listings.values() for t in listing["tools"]]
-    assert len(names) == len(set(names)), "two listings share a tool name"
+    for name, listing in listings.items():
+        tools = [t["name"] for t in listing["tools"]]
+        assert len(tools) == len(set(tools)), f"{name} repeats a tool name"
     return listings
+
+
+def _batches(corpus: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """The corpus in groups, first fit in file order, within which no two listings share
+    a tool name (the github server of 2025 and GitLab's share several), so that a group
+    is one server's listing."""
+    groups: list[tuple[list[str], set[str]]] = []
+    for name, listing in corpus.items():
+        tools = {t["name"] for t in listing["tools"]}
+        for members, seen in groups:
+            if not tools & seen:
+                members.append(name)
+                seen |= tools
+                break
+        else:
+            groups.append(([name], tools))
+    return [members for members, _ in groups]
 
 
 @pytest.fixture(scope="module")
@@ -134,12 +161,29 @@ def test_corpus_through_the_proxy_and_the_offline_commands(
     encoder: str,
     corpus: dict[str, dict[str, Any]],
     captured_hashes: dict[str, Any],
-    toolpin_home: Path,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
     # Go's encoder needs Go (the fixture skips or fails without it); the others do not.
     codecs: ModuleType = request.getfixturevalue("codecs") if encoder == "go" else codec_module
+    batches = _batches(corpus)
+    assert sum(map(len, batches)) == len(corpus)
+    for index, names in enumerate(batches):
+        _through(
+            codecs, encoder, {n: corpus[n] for n in names}, captured_hashes, tmp_path / str(index)
+        )
+
+
+def _through(
+    codecs: ModuleType,
+    encoder: str,
+    corpus: dict[str, dict[str, Any]],
+    captured_hashes: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    """One group of listings, as one server's listing in ``encoder``'s bytes, through
+    ``toolpin run`` twice, then through ``hash``, ``pin`` and ``check``."""
+    home = tmp_path / "toolpin-home"
     encode = codecs.ENCODERS[encoder]
     names = list(corpus)
     batch = {"tools": [t for name in names for t in corpus[name]["tools"]]}
@@ -151,7 +195,7 @@ def test_corpus_through_the_proxy_and_the_offline_commands(
     server = Scripted(
         tmp_path / "srv", tools=batch["tools"], raw={"tools/list": [line.decode("utf-8")]}
     )
-    first, code, stderr = _session(toolpin_home, server.argv)
+    first, code, stderr = _session(home, server.argv)
     if "result" not in first:
         culprits = _refused_by_classifier(encoded)
         pytest.fail(
@@ -159,9 +203,9 @@ def test_corpus_through_the_proxy_and_the_offline_commands(
             f"listings the classifier does not take as strict: {culprits}"
         )
     assert code == 0 and "pinned" in stderr, stderr
-    second, code, stderr = _session(toolpin_home, server.argv)
+    second, code, stderr = _session(home, server.argv)
     assert code == 0 and "pinned" not in stderr, stderr
-    assert _audit_events(toolpin_home) == ["pin"]
+    assert _audit_events(home) == ["pin"]
     sent = codecs.python_read(line)["result"]
     for reply in (first, second):
         # What the server sent, member order included; listing by listing, the corpus.
@@ -176,9 +220,9 @@ def test_corpus_through_the_proxy_and_the_offline_commands(
         assert start == len(received)
 
     # The proxy's pins are what `toolpin hash` says of the same bytes.
-    rows = json.loads(run_cli(toolpin_home, "list", "--json").stdout)
+    rows = json.loads(_inprocess(["list", "--json"], tmp_path, home)[1])
     assert len(rows) == 1
-    shown = json.loads(run_cli(toolpin_home, "show", rows[0]["id"], "--json").stdout)
+    shown = json.loads(_inprocess(["show", rows[0]["id"], "--json"], tmp_path, home)[1])
     pinned = {item["key"]: item["hash"] for item in shown["tools"]["items"]}
     batch_file = tmp_path / "batch.json"
     batch_file.write_bytes(encode(batch))

@@ -5,8 +5,9 @@ Run from the repository root (needs Node with npm, and ``uvx`` from the test ext
     .venv/bin/python tests/data/real-listings/collect.py            # the live servers
     .venv/bin/python tests/data/real-listings/collect.py --github DIR  # + github snapshots
 
-Each live server is started on stdio at a pinned version (npm packages installed into
-``.cache/npm-servers``, PyPI packages run by ``uvx --from NAME==VERSION``), spoken to
+Each live server is started on stdio at a pinned version (the current npm reference
+servers installed into ``.cache/npm-servers``, the archived ones into
+``.cache/corpus-npm``, PyPI packages run by ``uvx --from NAME==VERSION``), spoken to
 with hand-written JSON-RPC (``initialize``, ``notifications/initialized``, then
 ``tools/list`` page by page) and its answer's ``result`` (every page's tools in one
 list) written to ``<name>.json``. ``--github DIR`` turns each per-tool snapshot that
@@ -40,6 +41,20 @@ NPM = {
     "server-filesystem": ("@modelcontextprotocol/server-filesystem", ["{tmp}"]),
     "server-memory": ("@modelcontextprotocol/server-memory", []),
     "server-sequential-thinking": ("@modelcontextprotocol/server-sequential-thinking", []),
+}
+# Reference servers since archived, still on npm; installed apart (puppeteer's browser is
+# never downloaded: the listing needs none). The ones that refuse to start without a
+# credential get the placeholder ``unused``: nothing is ever called.
+ARCHIVED_PREFIX = REPO / ".cache" / "corpus-npm"
+ARCHIVED = {
+    "server-brave-search": ("0.6.2", [], ["BRAVE_API_KEY"]),
+    "server-everart": ("0.6.2", [], ["EVERART_API_KEY"]),
+    "server-github": ("2025.4.8", [], ["GITHUB_PERSONAL_ACCESS_TOKEN"]),
+    "server-gitlab": ("2025.4.25", [], ["GITLAB_PERSONAL_ACCESS_TOKEN"]),
+    "server-google-maps": ("0.6.2", [], ["GOOGLE_MAPS_API_KEY"]),
+    "server-postgres": ("0.6.2", ["postgresql://127.0.0.1:1/none"], []),
+    "server-puppeteer": ("2025.5.12", [], []),
+    "server-slack": ("2025.4.25", [], ["SLACK_BOT_TOKEN", "SLACK_TEAM_ID"]),
 }
 PYPI = {
     # Without --local-timezone the tool descriptions name this machine's timezone.
@@ -114,20 +129,22 @@ def listing(argv: list[str], env: dict[str, str]) -> tuple[dict[str, Any], dict[
     return init.get("serverInfo", {}), {"tools": tools}
 
 
-def npm_entry(package: str) -> Path:
-    manifest = NPM_PREFIX / "node_modules" / package / "package.json"
-    if not manifest.exists() or json.loads(manifest.read_text())["version"] != NPM_VERSION:
+def npm_entry(prefix: Path, package: str, version: str, specs: list[str]) -> Path:
+    """The entry script of ``package`` at ``version`` under ``prefix`` (``specs``
+    installed there first when it is missing)."""
+    manifest = prefix / "node_modules" / package / "package.json"
+    if not manifest.exists() or json.loads(manifest.read_text())["version"] != version:
         npm = shutil.which("npm")
         if npm is None:
             raise SystemExit("npm is not on PATH")
-        NPM_PREFIX.mkdir(parents=True, exist_ok=True)
+        prefix.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(NPM_PREFIX)]
-            + [f"{p}@{NPM_VERSION}" for p, _ in NPM.values()],
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *specs],
             check=True,
+            env={**os.environ, "PUPPETEER_SKIP_DOWNLOAD": "1"},
         )
     bins = json.loads(manifest.read_text())["bin"]
-    return manifest.parent / next(iter(bins.values()))
+    return manifest.parent / (bins if isinstance(bins, str) else next(iter(bins.values())))
 
 
 def write(name: str, result: dict[str, Any]) -> None:
@@ -160,12 +177,25 @@ def main() -> None:
     if not args.skip_live:
         with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
             server_env = {**env, "MEMORY_FILE_PATH": str(Path(tmp) / "memory.jsonl")}
+            specs = [f"{p}@{NPM_VERSION}" for p, _ in NPM.values()]
             for name, (package, extra) in NPM.items():
-                argv = ["node", str(npm_entry(package)), *(a.format(tmp=tmp) for a in extra)]
+                entry = npm_entry(NPM_PREFIX, package, NPM_VERSION, specs)
+                argv = ["node", str(entry), *(a.format(tmp=tmp) for a in extra)]
                 info, result = listing(argv, server_env)
                 write(name, result)
                 sources[f"{name}.json"] = (
                     f"{name}.json npm:{package}@{NPM_VERSION} live "
+                    f"serverInfo={info.get('name')}/{info.get('version')} captured={today}"
+                )
+            old = [f"@modelcontextprotocol/{n}@{v}" for n, (v, _, _) in ARCHIVED.items()]
+            for name, (version, extra, credentials) in ARCHIVED.items():
+                package = f"@modelcontextprotocol/{name}"
+                entry = npm_entry(ARCHIVED_PREFIX, package, version, old)
+                started = {**server_env, **dict.fromkeys(credentials, "unused")}
+                info, result = listing(["node", str(entry), *extra], started)
+                write(name, result)
+                sources[f"{name}.json"] = (
+                    f"{name}.json npm:{package}@{version} live (archived server) "
                     f"serverInfo={info.get('name')}/{info.get('version')} captured={today}"
                 )
             for name, (package, version, extra) in PYPI.items():
