@@ -4,7 +4,7 @@ proxy and the offline commands, in every encoder.
 For each encoder (:data:`tests.proxy.codecs.ENCODERS`) scripted servers
 (``tests/servers/scripted.py``, their ``tools/list`` answers written in that encoder's
 bytes) serve the corpus, each server a group of listings that share no tool name (three
-groups, not 132 servers): the first ``toolpin run`` pins, the second finds it unchanged,
+groups, not 138 servers): the first ``toolpin run`` pins, the second finds it unchanged,
 and the client receives what the server sent (member order included) and each listing
 value for value. ``toolpin hash`` of the same bytes gives the proxy's pinned hashes;
 every listing file in the encoder's bytes hashes as captured, and a group's files, as

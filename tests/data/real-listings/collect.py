@@ -6,7 +6,7 @@ Run from the repository root (needs Node with npm, and ``uvx`` from the test ext
     .venv/bin/python tests/data/real-listings/collect.py --github DIR  # + github snapshots
 
 Each live server is started on stdio at a pinned version (the current npm reference
-servers installed into ``.cache/npm-servers``, the archived ones into
+servers installed into ``.cache/npm-servers``, archived and third-party ones into
 ``.cache/corpus-npm``, PyPI packages run by ``uvx --from NAME==VERSION``), spoken to
 with hand-written JSON-RPC (``initialize``, ``notifications/initialized``, then
 ``tools/list`` page by page) and its answer's ``result`` (every page's tools in one
@@ -42,19 +42,55 @@ NPM = {
     "server-memory": ("@modelcontextprotocol/server-memory", []),
     "server-sequential-thinking": ("@modelcontextprotocol/server-sequential-thinking", []),
 }
-# Reference servers since archived, still on npm; installed apart (puppeteer's browser is
-# never downloaded: the listing needs none). The ones that refuse to start without a
-# credential get the placeholder ``unused``: nothing is ever called.
-ARCHIVED_PREFIX = REPO / ".cache" / "corpus-npm"
-ARCHIVED = {
-    "server-brave-search": ("0.6.2", [], ["BRAVE_API_KEY"]),
-    "server-everart": ("0.6.2", [], ["EVERART_API_KEY"]),
-    "server-github": ("2025.4.8", [], ["GITHUB_PERSONAL_ACCESS_TOKEN"]),
-    "server-gitlab": ("2025.4.25", [], ["GITLAB_PERSONAL_ACCESS_TOKEN"]),
-    "server-google-maps": ("0.6.2", [], ["GOOGLE_MAPS_API_KEY"]),
-    "server-postgres": ("0.6.2", ["postgresql://127.0.0.1:1/none"], []),
-    "server-puppeteer": ("2025.5.12", [], []),
-    "server-slack": ("2025.4.25", [], ["SLACK_BOT_TOKEN", "SLACK_TEAM_ID"]),
+# Reference servers since archived (still on npm) and popular third-party servers,
+# installed apart (no browser is downloaded: a listing needs none). The ones that refuse
+# to start without a credential get the placeholder ``unused``: nothing is ever called.
+OTHER_PREFIX = REPO / ".cache" / "corpus-npm"
+OTHER: dict[str, tuple[str, str, list[str], list[str]]] = {
+    "server-brave-search": (
+        "@modelcontextprotocol/server-brave-search",
+        "0.6.2",
+        [],
+        ["BRAVE_API_KEY"],
+    ),
+    "server-everart": ("@modelcontextprotocol/server-everart", "0.6.2", [], ["EVERART_API_KEY"]),
+    "server-github": (
+        "@modelcontextprotocol/server-github",
+        "2025.4.8",
+        [],
+        ["GITHUB_PERSONAL_ACCESS_TOKEN"],
+    ),
+    "server-gitlab": (
+        "@modelcontextprotocol/server-gitlab",
+        "2025.4.25",
+        [],
+        ["GITLAB_PERSONAL_ACCESS_TOKEN"],
+    ),
+    "server-google-maps": (
+        "@modelcontextprotocol/server-google-maps",
+        "0.6.2",
+        [],
+        ["GOOGLE_MAPS_API_KEY"],
+    ),
+    "server-postgres": (
+        "@modelcontextprotocol/server-postgres",
+        "0.6.2",
+        ["postgresql://127.0.0.1:1/none"],
+        [],
+    ),
+    "server-puppeteer": ("@modelcontextprotocol/server-puppeteer", "2025.5.12", [], []),
+    "server-slack": (
+        "@modelcontextprotocol/server-slack",
+        "2025.4.25",
+        [],
+        ["SLACK_BOT_TOKEN", "SLACK_TEAM_ID"],
+    ),
+    "playwright-mcp": ("@playwright/mcp", "0.0.83", ["--isolated"], []),
+    "context7-mcp": ("@upstash/context7-mcp", "4.1.1", [], []),
+    "firecrawl-mcp": ("firecrawl-mcp", "3.26.0", [], ["FIRECRAWL_API_KEY"]),
+    "tavily-mcp": ("tavily-mcp", "0.2.22", [], ["TAVILY_API_KEY"]),
+    "exa-mcp-server": ("exa-mcp-server", "3.4.1", [], ["EXA_API_KEY"]),
+    "notion-mcp-server": ("@notionhq/notion-mcp-server", "2.5.2", [], []),
 }
 PYPI = {
     # Without --local-timezone the tool descriptions name this machine's timezone.
@@ -141,7 +177,11 @@ def npm_entry(prefix: Path, package: str, version: str, specs: list[str]) -> Pat
         subprocess.run(
             [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *specs],
             check=True,
-            env={**os.environ, "PUPPETEER_SKIP_DOWNLOAD": "1"},
+            env={
+                **os.environ,
+                "PUPPETEER_SKIP_DOWNLOAD": "1",
+                "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
+            },
         )
     bins = json.loads(manifest.read_text())["bin"]
     return manifest.parent / (bins if isinstance(bins, str) else next(iter(bins.values())))
@@ -176,7 +216,12 @@ def main() -> None:
     }
     if not args.skip_live:
         with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
-            server_env = {**env, "MEMORY_FILE_PATH": str(Path(tmp) / "memory.jsonl")}
+            server_env = {
+                **env,
+                "MEMORY_FILE_PATH": str(Path(tmp) / "memory.jsonl"),
+                # A server that writes settings or caches writes them here, not in HOME.
+                "HOME": tmp,
+            }
             specs = [f"{p}@{NPM_VERSION}" for p, _ in NPM.values()]
             for name, (package, extra) in NPM.items():
                 entry = npm_entry(NPM_PREFIX, package, NPM_VERSION, specs)
@@ -187,15 +232,14 @@ def main() -> None:
                     f"{name}.json npm:{package}@{NPM_VERSION} live "
                     f"serverInfo={info.get('name')}/{info.get('version')} captured={today}"
                 )
-            old = [f"@modelcontextprotocol/{n}@{v}" for n, (v, _, _) in ARCHIVED.items()]
-            for name, (version, extra, credentials) in ARCHIVED.items():
-                package = f"@modelcontextprotocol/{name}"
-                entry = npm_entry(ARCHIVED_PREFIX, package, version, old)
+            others = [f"{p}@{v}" for p, v, _, _ in OTHER.values()]
+            for name, (package, version, extra, credentials) in OTHER.items():
+                entry = npm_entry(OTHER_PREFIX, package, version, others)
                 started = {**server_env, **dict.fromkeys(credentials, "unused")}
                 info, result = listing(["node", str(entry), *extra], started)
                 write(name, result)
                 sources[f"{name}.json"] = (
-                    f"{name}.json npm:{package}@{version} live (archived server) "
+                    f"{name}.json npm:{package}@{version} live "
                     f"serverInfo={info.get('name')}/{info.get('version')} captured={today}"
                 )
             for name, (package, version, extra) in PYPI.items():
