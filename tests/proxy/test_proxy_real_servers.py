@@ -149,7 +149,10 @@ CASES = {
 }
 CLIENTS = ["python-sdk", "typescript-sdk"]
 SERVERS = [
-    pytest.param(name, marks=[pytest.mark.npm] if case.npm else [pytest.mark.registries])
+    pytest.param(
+        name,
+        marks=[pytest.mark.npm] if case.npm else [pytest.mark.registries, pytest.mark.slow],
+    )
     for name, case in CASES.items()
 ]
 
@@ -172,7 +175,7 @@ def _uv_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def uvx_servers() -> str:
+def uvx_servers(tmp_path_factory: pytest.TempPathFactory) -> str:
     """``uvx`` with every PyPI server of ``PYPI`` in its cache (run once with ``--help``)."""
     uvx = shutil.which("uvx", path=_uv_env()["PATH"])
     if uvx is None:
@@ -184,7 +187,7 @@ def uvx_servers() -> str:
                 capture_output=True,
                 text=True,
                 timeout=300,
-                env={**os.environ, **_uv_env()},
+                env={**os.environ, **_uv_env(), "HOME": str(tmp_path_factory.mktemp("home"))},
                 stdin=subprocess.DEVNULL,
             )
         except subprocess.TimeoutExpired:
@@ -318,8 +321,13 @@ def test_real_server_pins_restarts_unchanged_and_answers_a_call(
     arguments = {
         k: v.format(url=url) if isinstance(v, str) else v for k, v in case.arguments.items()
     }
+    # The servers (and uv, npm's tools) write nothing into the real HOME.
+    (tmp_path / "home").mkdir()
     env = proxy_env(
-        toolpin_home, **_uv_env(), **{k: v.format(tmp=tmp) for k, v in case.env.items()}
+        toolpin_home,
+        **_uv_env(),
+        HOME=str(tmp_path / "home"),
+        **{k: v.format(tmp=tmp) for k, v in case.env.items()},
     )
     script = tmp_path / "ts_client.cjs"
     script.write_text(TS_CLIENT, encoding="utf-8")
