@@ -37,8 +37,17 @@ from mcp import Client, StdioServerParameters
 from tests.proxy.harness import proxy_env, run_cli
 from tests.proxy.test_real_listings import CORPUS
 
+REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-UV_CACHE = Path(__file__).resolve().parents[2] / ".cache" / "uv"
+UV_CACHE = REPO / ".cache" / "uv"
+NPM_PREFIX = REPO / ".cache" / "npm-servers"
+NPM_PACKAGES = {
+    "@modelcontextprotocol/server-everything": "2026.8.31",
+    "@modelcontextprotocol/server-filesystem": "2026.8.31",
+    "@modelcontextprotocol/server-memory": "2026.8.31",
+    "@modelcontextprotocol/server-sequential-thinking": "2026.8.31",
+    "@modelcontextprotocol/sdk": "1.32.2",  # the TypeScript SDK client
+}
 PYPI = {"mcp-server-time": "2026.10.19", "mcp-server-fetch": "2026.10.24"}
 PAGE = "<html><body><h1>Loopback page</h1><p>served to mcp-server-fetch</p></body></html>"
 
@@ -202,6 +211,48 @@ def uvx_servers(tmp_path_factory: pytest.TempPathFactory) -> str:
                 f"uvx could not install {package}=={version}", "TOOLPIN_REQUIRE_REGISTRIES"
             )
     return uvx
+
+
+def npm_install(prefix: Path, package: str, version: str) -> str | None:
+    """Install ``package@version`` into ``prefix`` unless it is there, under the install
+    lock every npm-installing fixture takes; ``None`` when done, else why not."""
+    from filelock import FileLock
+
+    manifest = prefix / "node_modules" / package / "package.json"
+
+    def installed() -> bool:
+        return manifest.exists() and json.loads(manifest.read_text("utf-8"))["version"] == version
+
+    prefix.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(prefix / ".install.lock"), timeout=1200):
+        if installed():
+            return None
+        npm = shutil.which("npm")
+        if npm is None:
+            return "npm is not on PATH; Node and npm are needed for these tests"
+        spec = f"{package}@{version}"
+        done = subprocess.run(
+            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", spec],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "npm_config_update_notifier": "false"},
+        )
+        if done.returncode != 0 or not installed():
+            return f"npm install of {package}@{version} failed:\n{done.stdout}\n{done.stderr}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def npm_packages() -> Path:
+    """``<repo>/.cache/npm-servers`` (shared with the other npm tests) holding every
+    package of :data:`NPM_PACKAGES`. Where npm cannot install them the tests that need
+    them are skipped, except under ``TOOLPIN_REQUIRE_NPM=1`` (``.ci/run``): they fail."""
+    for package, version in NPM_PACKAGES.items():
+        why = npm_install(NPM_PREFIX, package, version)
+        if why is not None:
+            _unavailable(why, "TOOLPIN_REQUIRE_NPM")
+    return NPM_PREFIX
 
 
 class _Page(http.server.BaseHTTPRequestHandler):
