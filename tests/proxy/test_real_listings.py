@@ -14,6 +14,7 @@ check`` (in this process, through the CLI's own entry point).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import io
 import json
@@ -168,93 +169,110 @@ def test_corpus_through_the_proxy_and_the_offline_commands(
     codecs: ModuleType = request.getfixturevalue("codecs") if encoder == "go" else codec_module
     batches = _batches(corpus)
     assert sum(map(len, batches)) == len(corpus)
-    for index, names in enumerate(batches):
-        _through(
-            codecs, encoder, {n: corpus[n] for n in names}, captured_hashes, tmp_path / str(index)
+    groups = [
+        _Group(codecs, encoder, {n: corpus[n] for n in names}, tmp_path / str(index))
+        for index, names in enumerate(batches)
+    ]
+    # The groups' servers are independent: their sessions run side by side.
+    with concurrent.futures.ThreadPoolExecutor(len(groups)) as pool:
+        sessions = list(pool.map(lambda g: g.sessions(), groups))
+    for group, (first, second) in zip(groups, sessions, strict=True):
+        group.verify(first, second, captured_hashes)
+
+
+class _Group:
+    """One group of listings, as one server's listing in ``encoder``'s bytes."""
+
+    def __init__(
+        self, codecs: ModuleType, encoder: str, corpus: dict[str, dict[str, Any]], tmp_path: Path
+    ) -> None:
+        self.codecs, self.encoder, self.corpus, self.tmp_path = codecs, encoder, corpus, tmp_path
+        self.home = tmp_path / "toolpin-home"
+        self.encode = codecs.ENCODERS[encoder]
+        self.batch = {"tools": [t for listing in corpus.values() for t in listing["tools"]]}
+        self.line = self.encode({"jsonrpc": "2.0", "id": codecs.ID_SENTINEL, "result": self.batch})
+        self.encoded = {name: self.encode(listing) for name, listing in corpus.items()}
+        for name, data in self.encoded.items():
+            assert codecs.same(codecs.python_read(data), corpus[name]), (encoder, name)
+        self.server = Scripted(
+            tmp_path / "srv",
+            tools=self.batch["tools"],
+            raw={"tools/list": [self.line.decode("utf-8")]},
         )
 
+    def sessions(self) -> tuple[tuple[Any, int, str], tuple[Any, int, str]]:
+        """``toolpin run`` twice (nothing in this process's global state is touched)."""
+        return _session(self.home, self.server.argv), _session(self.home, self.server.argv)
 
-def _through(
-    codecs: ModuleType,
-    encoder: str,
-    corpus: dict[str, dict[str, Any]],
-    captured_hashes: dict[str, Any],
-    tmp_path: Path,
-) -> None:
-    """One group of listings, as one server's listing in ``encoder``'s bytes, through
-    ``toolpin run`` twice, then through ``hash``, ``pin`` and ``check``."""
-    home = tmp_path / "toolpin-home"
-    encode = codecs.ENCODERS[encoder]
-    names = list(corpus)
-    batch = {"tools": [t for name in names for t in corpus[name]["tools"]]}
-    line = encode({"jsonrpc": "2.0", "id": codecs.ID_SENTINEL, "result": batch})
-    encoded = {name: encode(corpus[name]) for name in names}
-    for name, data in encoded.items():
-        assert codecs.same(codecs.python_read(data), corpus[name]), (encoder, name)
+    def verify(
+        self,
+        first_session: tuple[Any, int, str],
+        second_session: tuple[Any, int, str],
+        captured_hashes: dict[str, Any],
+    ) -> None:
+        """The sessions' answers, then ``hash``, ``pin`` and ``check`` in this process."""
+        codecs, encoder, corpus, home = self.codecs, self.encoder, self.corpus, self.home
+        tmp_path, encoded, names = self.tmp_path, self.encoded, list(self.corpus)
+        first, code, stderr = first_session
+        if "result" not in first:
+            culprits = _refused_by_classifier(encoded)
+            pytest.fail(
+                f"{encoder}: the proxy refused the corpus ({first.get('error')}); "
+                f"listings the classifier does not take as strict: {culprits}"
+            )
+        assert code == 0 and "pinned" in stderr, stderr
+        second, code, stderr = second_session
+        assert code == 0 and "pinned" not in stderr, stderr
+        assert _audit_events(home) == ["pin"]
+        sent = codecs.python_read(self.line)["result"]
+        for reply in (first, second):
+            # What the server sent, member order included; listing by listing, the corpus.
+            assert _identical(reply["result"], sent), encoder
+            received = reply["result"]["tools"]
+            start = 0
+            for name in names:
+                count = len(corpus[name]["tools"])
+                got = {"tools": received[start : start + count]}
+                assert codecs.same(got, corpus[name]), (encoder, name)
+                start += count
+            assert start == len(received)
 
-    server = Scripted(
-        tmp_path / "srv", tools=batch["tools"], raw={"tools/list": [line.decode("utf-8")]}
-    )
-    first, code, stderr = _session(home, server.argv)
-    if "result" not in first:
-        culprits = _refused_by_classifier(encoded)
-        pytest.fail(
-            f"{encoder}: the proxy refused the corpus ({first.get('error')}); "
-            f"listings the classifier does not take as strict: {culprits}"
+        # The proxy's pins are what `toolpin hash` says of the same bytes.
+        rows = json.loads(_inprocess(["list", "--json"], tmp_path, home)[1])
+        assert len(rows) == 1
+        shown = json.loads(_inprocess(["show", rows[0]["id"], "--json"], tmp_path, home)[1])
+        pinned = {item["key"]: item["hash"] for item in shown["tools"]["items"]}
+        batch_file = tmp_path / "batch.json"
+        batch_file.write_bytes(self.encode(self.batch))
+        code, stdout, stderr = _inprocess(["hash", "--json", str(batch_file)], tmp_path)
+        assert code == 0, stderr
+        hashed = json.loads(stdout)["tools"]
+        assert shown["tools"]["set_hash"] == hashed["setHash"]
+        assert pinned == {item["name"]: item["hash"] for item in hashed["items"]}
+
+        # Each listing in this encoder's bytes hashes as captured; all of them, as the pages
+        # of one listing, are pinned and then checked unchanged.
+        work = tmp_path / "files"
+        work.mkdir()
+        pages: list[str] = []
+        for name, data in encoded.items():
+            path = work / name
+            path.write_bytes(data)
+            pages += ["--listing", str(path)]
+            code, stdout, stderr = _inprocess(["hash", "--json", str(path)], work)
+            assert code == 0, (name, stderr)
+            assert json.loads(stdout)["tools"] == captured_hashes[name], name
+            for item in captured_hashes[name]["items"]:
+                assert pinned[item["name"]] == item["hash"], (name, item["name"])
+        lock = work / "corpus.lock"
+        code, stdout, stderr = _inprocess(["pin", *pages, "--lock", str(lock), "--json"], work)
+        assert code == 0, stderr
+        assert json.loads(stdout)["set_hash"] == hashed["setHash"]
+        code, stdout, stderr = _inprocess(
+            ["check", *pages, "--lock", str(lock), "--json", "--no-cache"], work
         )
-    assert code == 0 and "pinned" in stderr, stderr
-    second, code, stderr = _session(home, server.argv)
-    assert code == 0 and "pinned" not in stderr, stderr
-    assert _audit_events(home) == ["pin"]
-    sent = codecs.python_read(line)["result"]
-    for reply in (first, second):
-        # What the server sent, member order included; listing by listing, the corpus.
-        assert _identical(reply["result"], sent), encoder
-        received = reply["result"]["tools"]
-        start = 0
-        for name in names:
-            count = len(corpus[name]["tools"])
-            got = {"tools": received[start : start + count]}
-            assert codecs.same(got, corpus[name]), (encoder, name)
-            start += count
-        assert start == len(received)
-
-    # The proxy's pins are what `toolpin hash` says of the same bytes.
-    rows = json.loads(_inprocess(["list", "--json"], tmp_path, home)[1])
-    assert len(rows) == 1
-    shown = json.loads(_inprocess(["show", rows[0]["id"], "--json"], tmp_path, home)[1])
-    pinned = {item["key"]: item["hash"] for item in shown["tools"]["items"]}
-    batch_file = tmp_path / "batch.json"
-    batch_file.write_bytes(encode(batch))
-    code, stdout, stderr = _inprocess(["hash", "--json", str(batch_file)], tmp_path)
-    assert code == 0, stderr
-    hashed = json.loads(stdout)["tools"]
-    assert shown["tools"]["set_hash"] == hashed["setHash"]
-    assert pinned == {item["name"]: item["hash"] for item in hashed["items"]}
-
-    # Each listing in this encoder's bytes hashes as captured; all of them, as the pages
-    # of one listing, are pinned and then checked unchanged.
-    work = tmp_path / "files"
-    work.mkdir()
-    pages: list[str] = []
-    for name, data in encoded.items():
-        path = work / name
-        path.write_bytes(data)
-        pages += ["--listing", str(path)]
-        code, stdout, stderr = _inprocess(["hash", "--json", str(path)], work)
-        assert code == 0, (name, stderr)
-        assert json.loads(stdout)["tools"] == captured_hashes[name], name
-        for item in captured_hashes[name]["items"]:
-            assert pinned[item["name"]] == item["hash"], (name, item["name"])
-    lock = work / "corpus.lock"
-    code, stdout, stderr = _inprocess(["pin", *pages, "--lock", str(lock), "--json"], work)
-    assert code == 0, stderr
-    assert json.loads(stdout)["set_hash"] == hashed["setHash"]
-    code, stdout, stderr = _inprocess(
-        ["check", *pages, "--lock", str(lock), "--json", "--no-cache"], work
-    )
-    assert code == 0, (stdout, stderr)
-    result = json.loads(stdout)
-    assert result["ok"] is True
-    assert sorted(result["unchanged"]) == sorted(pinned)
-    assert result["added"] == result["removed"] == result["changed"] == []
+        assert code == 0, (stdout, stderr)
+        result = json.loads(stdout)
+        assert result["ok"] is True
+        assert sorted(result["unchanged"]) == sorted(pinned)
+        assert result["added"] == result["removed"] == result["changed"] == []
