@@ -73,7 +73,7 @@ def test_a_moved_venv_and_a_new_version_are_shown_and_the_key_never(
     as_json = json.loads(run_cli(toolpin_home, "show", sid, "--json").stdout)
     assert as_json["command"]["argv"][0] == before[0]
     assert as_json["command"]["id"] == server_id(before)  # the hash of the real argv, as before
-    assert set(data) == {"reason", "server", "review", "changes", "command"}
+    assert set(data) == {"reason", "server", "review", "changes", "command", "review_saved"}
     assert as_json["pending"]["command"] == data["command"]  # the -31042 data's own form
     for text in (review.stdout, review.stderr, show.stdout):
         assert SECRET not in text

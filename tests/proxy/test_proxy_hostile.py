@@ -20,6 +20,7 @@ DRIFT = -31042
 UNVERIFIED = -31043
 DATA_KEYS = {"reason", "server", "review", "changes"}
 UNVERIFIED_KEYS = DATA_KEYS | {"detail"}  # the one cause, in toolpin's words
+DRIFT_KEYS = DATA_KEYS | {"review_saved"}  # whether the review could be saved
 
 APPROVED = [tool("search", "Search the web."), tool("fetch", "Fetch a page.")]
 EVIL_SEARCH = tool(
@@ -100,7 +101,7 @@ def assert_error(
     error = reply["error"]
     assert error["code"] == code
     data = error["data"]
-    assert set(data) == (DATA_KEYS if code == DRIFT else UNVERIFIED_KEYS)
+    assert set(data) == (DRIFT_KEYS if code == DRIFT else UNVERIFIED_KEYS)
     assert data["server"] == sid
     assert data["review"] == f"toolpin review {sid}"
     assert data["reason"] == ("definitions_changed" if code == DRIFT else "could_not_verify")
