@@ -127,9 +127,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     if changed:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        lines = [f"the suite wrote into the real HOME ({_real_home()}):", *changed[:20]]
         if reporter is not None:
-            reporter.write_line("\n  ".join(lines), red=True)
+            reporter.write("\n")  # after the progress line, which is not ended yet
+            reporter.write_line(f"the suite wrote into the real HOME ({_real_home()}):", red=True)
+            for path in changed[:20]:
+                reporter.write_line(f"  {path}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
