@@ -1,11 +1,12 @@
 """Shared fixtures: a private HOME for the whole run, a private ``TOOLPIN_HOME`` per test
 and the npm reference server.
 
-No test may write into the real HOME. :func:`pytest_configure` points ``HOME``, the XDG
-folders and ``TOOLPIN_HOME`` at a private folder before any test (or fixture) runs, in
-every process (each xdist worker has its own); the configuration tools need to reach the
-package registries (``~/.npmrc``, ``~/.gitconfig``, pip's and uv's configuration) is copied
-into it from the real HOME, or from ``TOOLPIN_TESTS_CONFIG_HOME`` when set. The caches
+No test may write into the real HOME. :func:`pytest_configure` points ``HOME`` at a
+private folder (and unsets the XDG folders and ``TOOLPIN_HOME``, which then follow it)
+before any test (or fixture) runs, in every process (each xdist worker has its own); the
+configuration tools need to reach the package registries (``~/.npmrc``, ``~/.gitconfig``,
+pip's and uv's configuration) is copied into it from the real HOME, or from
+``TOOLPIN_TESTS_CONFIG_HOME`` when set. The caches
 that keep runs fast (npm, uv, pip, virtualenv, Go build) live in ``<repo>/.cache``. At the
 end of the run the real HOME's toolpin and Chromium folders are compared with how they
 were at the start, and the run fails if any changed (see docs/testing.md).
@@ -51,6 +52,8 @@ WATCHED = (
 )
 """The real HOME's folders the suite once wrote into; a change there fails the run."""
 
+XDG_FOLDERS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+
 REAL_HOME_VAR = "TOOLPIN_TESTS_REAL_HOME"
 """Set by the first process (xdist's workers inherit the private HOME, not the real one)."""
 
@@ -93,14 +96,13 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[REAL_HOME_VAR] = str(real)
     home = Path(tempfile.mkdtemp(prefix="toolpin-tests-home-"))
     _copy_config(Path(os.environ.get("TOOLPIN_TESTS_CONFIG_HOME") or real), home)
+    # The XDG folders and TOOLPIN_HOME are unset, not pointed inside: they then follow
+    # HOME, here and in a test that gives a subprocess a HOME of its own.
+    for name in (*XDG_FOLDERS, "TOOLPIN_HOME"):
+        os.environ.pop(name, None)
     os.environ.update(
         {
             "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_DATA_HOME": str(home / ".local" / "share"),
-            "XDG_STATE_HOME": str(home / ".local" / "state"),
-            "XDG_CACHE_HOME": str(home / ".cache"),
-            "TOOLPIN_HOME": str(home / ".local" / "share" / "toolpin"),
             "npm_config_cache": str(CACHE / "npm"),
             "UV_CACHE_DIR": str(CACHE / "uv"),
             "GOCACHE": str(CACHE / "go-build"),
@@ -125,9 +127,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     if changed:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        lines = [f"the suite wrote into the real HOME ({_real_home()}):", *changed[:20]]
         if reporter is not None:
-            reporter.write_line("\n  ".join(lines), red=True)
+            reporter.write("\n")  # after the progress line, which is not ended yet
+            reporter.write_line(f"the suite wrote into the real HOME ({_real_home()}):", red=True)
+            for path in changed[:20]:
+                reporter.write_line(f"  {path}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
