@@ -41,11 +41,12 @@ SHOWN_HOME = "/home/you"
 NOT_RUN = re.compile(r"<!-- readme-test: not run \((.+)\) -->")
 
 NORMALISE = [
-    (re.compile(r"\d{4}-\d\d-\d\dT\d\d[:-]\d\d[:-]\d\d([.-]\d+)?(Z|[+-]\d\d[:-]\d\d)?"), "<time>"),
-    (re.compile(r"\b\d+(\.\d+)?s\b"), "<secs>"),
+    # keys and hashes first: their base64 may hold what looks like a duration ("/90s=")
     (re.compile(r"([a-z0-9.-]+/[a-z0-9/_-]+)\+[0-9a-f]{8}\+[A-Za-z0-9+/=]+"), r"\1+<vkey>"),
     (re.compile(r"^root [A-Za-z0-9+/=]+$", re.M), "root <root>"),
     (re.compile(r"sha256/[0-9a-f]{64}"), "sha256/<hash>"),
+    (re.compile(r"\d{4}-\d\d-\d\dT\d\d[:-]\d\d[:-]\d\d([.-]\d+)?(Z|[+-]\d\d[:-]\d\d)?"), "<time>"),
+    (re.compile(r"\b\d+(\.\d+)?s\b"), "<secs>"),
 ]
 
 
@@ -185,6 +186,9 @@ def test_normalising_keeps_what_must_match() -> None:
     shown = "pinned 1 tool for word-count (7b47bec1c603) at 2026-12-01T11:29:51.115Z"
     assert normalise(shown) == normalise(shown.replace("11:29:51.115", "09:00:00.001"))
     assert normalise(shown) != normalise(shown.replace("7b47bec1c603", "7b47bec1c604"))
+    # a new key's root may end in what the duration rule would take ("/90s=")
+    root = "root BR+L/Cfs5vNBpef7ON9iRVpkBvfZdIIaJ+s6cTh/90s="
+    assert normalise(root) == normalise("root B3T5SN/Q+djXmHpNtSHcNBjJd8Fhn23eBSFd3ZE4haY=")
 
 
 def write() -> None:
