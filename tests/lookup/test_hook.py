@@ -133,7 +133,7 @@ def test_every_scope_is_read(machine: dict[str, Path], monkeypatch: pytest.Monke
     assert remote == 1
     line = hook.message(unprotected, remote)
     assert line.startswith("toolpin: 6 local MCP servers run here without toolpin (user-raw,")
-    assert line.endswith("toolpin wrap (1 remote server is not covered by the stdio proxy).")
+    assert line.endswith("toolpin wrap (1 remote server: toolpin wrap --remote covers it).")
 
 
 def test_claude_config_dir_moves_the_user_file(

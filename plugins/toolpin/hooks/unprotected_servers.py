@@ -226,8 +226,8 @@ def message(unprotected: list[str], remote: int) -> str | None:
         "If the user wants that covered, they can run: toolpin wrap"
     )
     if remote:
-        servers = "remote server is" if remote == 1 else "remote servers are"
-        line += f" ({remote} {servers} not covered by the stdio proxy)"
+        servers, them = ("remote server", "it") if remote == 1 else ("remote servers", "them")
+        line += f" ({remote} {servers}: toolpin wrap --remote covers {them})"
     return line + "."
 
 

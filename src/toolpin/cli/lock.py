@@ -158,8 +158,9 @@ def lock_lines(report: LockReport, out: str) -> list[Line]:
                 Line(
                     f"{counted(report.newest_held, 'server')} "
                     f"{'runs' if report.newest_held == 1 else 'run'} the newest version of a "
-                    "package; with the lock they stay at the version recorded here until the "
-                    "lock is updated."
+                    "package; with the lock "
+                    f"{'it stays' if report.newest_held == 1 else 'they stay'}"
+                    " at the version recorded here until the lock is updated."
                 )
             )
     if not report.outcomes:
@@ -181,15 +182,23 @@ def check_lines(report: LockReport) -> list[Line]:
         every = "The server matches" if total == 1 else f"All {total} servers match"
         lines.append(Line(f"{every} {report.lock_path}.", "good"))
         return lines
-    verb = "differs" if len(differ) == 1 else "differ"
-    text = f"{counted(len(differ), 'server')} {verb} from {report.lock_path}"
-    if failed:
-        text += f", {len(failed)} could not start"
-    lines.append(Line(text + ".", "bad"))
-    lines.append(
-        Line(
-            "If the change is expected, run `toolpin lock` and commit the new lock in "
-            "a pull request, so a person reads it before anyone's agent does."
+    if differ:
+        verb = "differs" if len(differ) == 1 else "differ"
+        text = f"{counted(len(differ), 'server')} {verb} from {report.lock_path}"
+        if failed:
+            text += f", {len(failed)} could not start"
+    else:
+        them = "it" if len(failed) == 1 else "them"
+        text = (
+            f"{counted(len(failed), 'server')} could not start, so {report.lock_path} "
+            f"could not be checked for {them}"
         )
-    )
+    lines.append(Line(text + ".", "bad"))
+    if differ:
+        lines.append(
+            Line(
+                "If the change is expected, run `toolpin lock` and commit the new lock in "
+                "a pull request, so a person reads it before anyone's agent does."
+            )
+        )
     return lines
