@@ -241,6 +241,10 @@ def test_verify_fails_on_a_missing_reordered_or_foreign_bucket(
     missing = _verify(copy, vkey)
     assert missing.return_value == 1
     assert missing.output.strip() == "FAILED: the digest index: api/v1/digests/7f0.json is missing"
+    (copy / DIGESTS / "7f0.json").write_bytes(b"[" * 200_000)
+    nested = _verify(copy, vkey)
+    assert nested.return_value == 1
+    assert nested.output.strip() == "FAILED: the digest index: api/v1/digests/7f0.json is not JSON"
     shutil.copy(sample_site["out"] / DIGESTS / "7f0.json", copy / DIGESTS / "7f0.json")
     prefix, doc = _a_listed_digest(copy)
     path = copy / DIGESTS / f"{prefix}.json"
