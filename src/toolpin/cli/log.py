@@ -92,8 +92,10 @@ def keygen(origin: str, out: str) -> int:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
-    """Audit a log: signature, every entry, tile and blob, the root, and --since; in a
-    published copy with api/v1/digests/, that its digest index lists exactly the log's."""
+    """Audit a log: signature, entries, tiles, blobs, root, --since and a site's index.
+
+    In a published copy of the site (a folder with api/v1/digests/), also that the digest
+    index lists exactly the digests of the log's entries."""
     import dataclasses
 
     from toolpin.core.render import counted
