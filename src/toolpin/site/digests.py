@@ -58,6 +58,7 @@ __all__ = [
     "buckets",
     "has_digests",
     "prefixes",
+    "recorded",
     "write_digests",
 ]
 
