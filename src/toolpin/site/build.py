@@ -389,7 +389,7 @@ def _build(
     inputs: str,
     cache: tuple[Path | None, str],
 ) -> BuildResult:
-    from toolpin.site import api, feeds
+    from toolpin.site import api, digests, feeds
 
     root = writer.root
     env = environment()
@@ -460,6 +460,7 @@ def _build(
             )
         feeds.write_feeds(env, writer, view, pages, base_url)
         api.write_api(writer, view, pages, now)
+        digests.write_digests(writer, view)
 
         install = _hook("toolpin.site.install", "write_install_page")
         if install is not None:
