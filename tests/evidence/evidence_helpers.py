@@ -30,6 +30,10 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         self.directory = str(folder)
         return super().translate_path(path)
 
+    def send_head(self) -> Any:
+        self.server.requests += 1  # type: ignore[attr-defined]
+        return super().send_head()
+
     def copyfile(self, source: Any, outputfile: Any) -> None:
         data = source.read()
         self.server.sent += len(data)  # type: ignore[attr-defined]
@@ -50,8 +54,13 @@ class Served:
         """Serve ``site`` from now on: a copy of hard links, so a test may tamper with a
         file by replacing it (:func:`replace_file`), never by writing into it."""
         target = self.folder
-        shutil.rmtree(target)
+        shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(site, target, copy_function=os.link)
+
+    @property
+    def requests(self) -> int:
+        requests: int = self.server.requests  # type: ignore[attr-defined]
+        return requests
 
     @property
     def sent(self) -> int:
@@ -68,6 +77,7 @@ def serve_folder(folder: Path) -> Served:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.folder = folder  # type: ignore[attr-defined]
     server.sent = 0  # type: ignore[attr-defined]
+    server.requests = 0  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return Served(server, f"http://127.0.0.1:{server.server_address[1]}/")
 
