@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -367,3 +368,41 @@ def test_bad_digest_is_input_error(forked: Any, served: Served, tmp_path: Path) 
     result = _cli(tmp_path / "h", "lookup", "--log", served.url, "--vkey", writer.vkey, "xyz")
     assert result.returncode == 2
     assert result.stderr.startswith("toolpin: a digest is 64 hex digits")
+
+
+def test_index_newer_than_the_checkpoint(grown: Any, served: Served, tmp_path: Path) -> None:
+    writer, small, big = grown
+    served.show(small)
+    shutil.rmtree(served.folder / "api/v1/digests")
+    shutil.copytree(big / "api/v1/digests", served.folder / "api/v1/digests")
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, "cd" * 32, tmp_path / "home")
+    assert caught.value.kind == "tampered"
+    assert "newer than the log serves" in caught.value.message
+
+
+def test_concurrent_lookups_share_one_kept_checkpoint(
+    grown: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, small, big = grown
+    home = tmp_path / "home"
+    served.show(small)
+    assert isinstance(_look(served, writer, "cd" * 32, home), NeverRecorded)
+    served.show(big)
+    env = {**os.environ, "TOOLPIN_HOME": str(home), "PYTHONPATH": "src"}
+    args = ["lookup", "--log", served.url, "--vkey", writer.vkey, "--allow-private", "cd" * 32]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "toolpin", "log", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outputs = [run.communicate(timeout=60) for run in runs]
+    assert [run.returncode for run in runs] == [1, 1, 1, 1], outputs
+    assert all(out.startswith("never recorded") for out, _ in outputs)
+    kept = load(home, ORIGIN)
+    assert kept.checkpoint == (big / "checkpoint").read_text() and kept.distrusted is None
