@@ -38,9 +38,10 @@ ALLOWED: dict[str, set[str]] = {
     "crawl": {"clients", "core", "lockfile", "packages", "probe", "publog", "report", "util"},
     "site": {"core", "publog", "report", "util", "crawl", "clients", "lockfile"},
     "lookup": {"core", "lockfile", "pins", "publog", "probe", "report", "util"},
+    "evidence": {"core", "publog", "probe", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
     "cli": {
-        "clients", "core", "crawl", "demo", "lockfile", "lookup", "offline", "packages",
+        "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "offline", "packages",
         "pins", "probe", "proxy", "publog", "remote", "report", "site", "team", "util",
     },
     "__main__": {"cli", "proxy", "remote"},

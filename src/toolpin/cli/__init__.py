@@ -58,6 +58,7 @@ def _register_commands() -> None:
     from toolpin.cli import (
         crawl,
         demo,
+        evidence,
         gateway,
         install,
         lock,
@@ -74,6 +75,8 @@ def _register_commands() -> None:
     )
 
     log.log_group.add_command(crawl.crawl_cmd)
+    log.log_group.add_command(evidence.lookup_cmd)
+    log.log_group.add_command(evidence.trust_cmd)
     log.log_group.add_command(report.report_command)
     log.log_group.add_command(site.site_cmd)
     for command in (

@@ -1,0 +1,361 @@
+"""``look_up``: is this digest publicly recorded? Verified end to end on this machine.
+
+One lookup:
+
+1. the kept state of the log (named by the key's origin) is read; a distrusted log is
+   refused before anything is fetched;
+2. the ``checkpoint`` is fetched and opened with the pinned key; under the state's lock it
+   is checked against the kept checkpoint (:func:`~toolpin.evidence.verify.check_against_kept`)
+   and kept, or the log is marked distrusted (fork, rollback);
+3. the digest index bucket ``api/v1/digests/<first 3 hex>.json`` is fetched: an untrusted
+   hint. The checkpoint it names must be a prefix of the verified tree (consistency proof);
+4. each entry the bucket lists for the digest is fetched from its entry bundle, proven
+   included in the verified checkpoint, decoded, and counted only if its own
+   ``digests.<kind>`` is the digest. A bucket that lists an entry recording another
+   digest is not believed for that entry;
+5. the server's earlier versions are read by following the recording entry's
+   ``previous`` links (each entry proven the same way).
+
+A miss (``NeverRecorded``) is only as complete as the index: a site that leaves a digest
+out of its bucket makes it look unrecorded. Anyone can audit that against the log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from toolpin.errors import LogError
+from toolpin.evidence import state
+from toolpin.evidence.errors import LogProblem
+from toolpin.evidence.fetch import Fetcher, private_allowed
+from toolpin.evidence.verify import (
+    RemoteTree,
+    bucket_consistent,
+    check_against_kept,
+    entry_value,
+    fetch_checkpoint,
+)
+from toolpin.publog.checkpoint import Checkpoint, open_checkpoint
+from toolpin.publog.note import Verifier
+
+PREFIX_DIGITS: Final = 3
+BUCKET_DIR: Final = "api/v1/digests"
+MAX_BUCKET_BYTES: Final = 1 << 20
+MAX_CHECKED_ENTRIES: Final = 64
+"""At most this many entries of one digest are fetched and proven per lookup."""
+MAX_VERSION_HOPS: Final = 32
+"""How far back the ``previous`` links are followed for the server's other versions."""
+DIGEST: Final = re.compile(r"[0-9a-f]{64}")
+VERSION: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_~-]{0,63}")
+TIME: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+KIND_MEMBERS: Final = {"surface": "surface", "tools": "tools"}
+
+
+@dataclass(frozen=True, slots=True)
+class LogRef:
+    url: str
+    """Base URL of the published site/log."""
+    vkey: str
+    """The verifier key text (note format, as ``toolpin log`` keys are)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    origin: str
+    checkpoint_size: int
+    entry_index: int
+    recorded_at: str
+    """ISO UTC of the first entry that recorded this digest ("" if that entry has no
+    well-formed time)."""
+    versions: tuple[tuple[str | None, str], ...]
+    """(server version, first recorded ISO) of this server's other, earlier versions."""
+
+
+@dataclass(frozen=True, slots=True)
+class NeverRecorded:
+    origin: str
+    checkpoint_size: int
+
+
+def normalise_digest(digest: str) -> str:
+    """64 lower-case hex digits (a ``sha256:`` prefix is accepted); else LogError."""
+    text = digest.strip().lower().removeprefix("sha256:")
+    if not DIGEST.fullmatch(text):
+        raise LogError("a digest is 64 hex digits (SHA-256), optionally prefixed sha256:")
+    return text
+
+
+def _verifier(vkey: str) -> Verifier:
+    try:
+        return Verifier.from_text(vkey.strip())
+    except LogError as exc:
+        raise LogError(f"unusable verifier key: {exc.message}") from None
+
+
+def look_up(
+    log: LogRef,
+    digest: str,
+    *,
+    kind: str = "surface",
+    home: Path,
+    timeout: float = 3.0,
+    allow_private: bool | None = None,
+) -> Recorded | NeverRecorded:
+    """Whether the log records ``digest`` (a surface or tools-set digest), verified.
+
+    ``allow_private``: admit loopback and private addresses (default: only when
+    ``TOOLPIN_LOG_ALLOW_PRIVATE=1``). Raises :class:`LogProblem` when the log cannot give
+    a verified answer, :class:`~toolpin.errors.LogError` for a bad digest or key."""
+    if kind not in KIND_MEMBERS:
+        raise LogError("the digest kind is surface or tools")
+    wanted = normalise_digest(digest)
+    verifier = _verifier(log.vkey)
+    origin = verifier.name
+    _refuse_distrusted(state.load(home, origin))
+    with Fetcher(log.url, timeout=timeout, allow_private=private_allowed(allow_private)) as f:
+        tree = _verified_tree(f, verifier, home)
+        try:
+            size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
+        except _IndexAhead:
+            # The site was rebuilt between the two requests: look at its new checkpoint.
+            tree = _verified_tree(f, verifier, home)
+            try:
+                size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
+            except _IndexAhead:
+                raise LogProblem(
+                    "tampered",
+                    "the log's digest index names a checkpoint newer than the log serves",
+                ) from None
+        indices = listed.get((wanted, kind), [])
+        member = KIND_MEMBERS[kind]
+        confirmed: list[tuple[int, dict[str, Any]]] = []
+        for index in indices[:MAX_CHECKED_ENTRIES]:
+            value = entry_value(tree.entry(index))
+            digests = value.get("digests")
+            if isinstance(digests, dict) and digests.get(member) == wanted:
+                confirmed.append((index, value))
+        if not confirmed:
+            return NeverRecorded(origin=origin, checkpoint_size=size)
+        first_index, first = confirmed[0]
+        return Recorded(
+            origin=origin,
+            checkpoint_size=tree.size,
+            entry_index=first_index,
+            recorded_at=_time(first) or "",
+            versions=_other_versions(tree, confirmed[-1][1]),
+        )
+
+
+def _refuse_distrusted(kept: state.Kept) -> None:
+    if kept.distrusted is not None:
+        raise LogProblem(
+            "distrusted",
+            f"the log {kept.origin} is distrusted: a {kept.distrusted.kind} was detected "
+            f"on {kept.distrusted.at[:10]}",
+            advice=f"After finding out why, run `toolpin log trust --reset {kept.origin}`.",
+        )
+
+
+class _IndexAhead(Exception):
+    """The bucket names a checkpoint newer than the one verified."""
+
+
+def _verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTree:
+    """The log's current checkpoint, checked against the kept one and kept in its place.
+
+    Fetched and checked under the state's lock, so two processes never compare a
+    checkpoint with one the other kept after it was fetched (that would look like a
+    rollback of a log that only grew)."""
+    origin = verifier.name
+    with state.locked_state(home, origin, timeout=fetcher.deadline + 1.0):
+        checkpoint, note = fetch_checkpoint(fetcher, verifier)
+        tree = RemoteTree(fetcher, checkpoint)
+        kept = state.load(home, origin)
+        _refuse_distrusted(kept)
+        old = _kept_checkpoint(kept, verifier)
+        verdict = check_against_kept(tree, old)
+        if verdict is not None:
+            problem, message = verdict
+            state.distrust(home, origin, problem, note)
+            raise LogProblem(
+                "fork" if problem == "fork" else "rollback",
+                message,
+                advice="The log is distrusted from now on; "
+                f"`toolpin log trust --reset {origin}` after finding out why.",
+            )
+        if old is None or (old.size, old.root) != (checkpoint.size, checkpoint.root):
+            state.keep(home, origin, note)
+    return tree
+
+
+def _kept_checkpoint(kept: state.Kept, verifier: Verifier) -> Checkpoint | None:
+    if kept.checkpoint is None:
+        return None
+    try:
+        return open_checkpoint(kept.checkpoint, verifier)
+    except LogError:
+        raise LogProblem(
+            "bad-signature",
+            f"the checkpoint kept for {kept.origin} is not signed by this key",
+            advice=f"If the log changed its key, run `toolpin log trust --reset {kept.origin}`.",
+        ) from None
+
+
+def _bucket(
+    fetcher: Fetcher, tree: RemoteTree, prefix: str
+) -> tuple[int, dict[tuple[str, str], list[int]]]:
+    """The bucket's checkpoint size and ``(digest, kind) -> entries`` (checked shape)."""
+    rel = f"{BUCKET_DIR}/{prefix}.json"
+    raw = fetcher.get(rel, MAX_BUCKET_BYTES, what=f"the digest index bucket {prefix}")
+    bad = LogProblem("tampered", f"the digest index bucket {prefix} is malformed")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise bad from None
+    if not isinstance(value, dict) or value.get("prefix") != prefix:
+        raise bad
+    cp, digests = value.get("checkpoint"), value.get("digests")
+    if not isinstance(cp, dict) or not isinstance(digests, list):
+        raise bad
+    size, root_text = cp.get("size"), cp.get("root")
+    if cp.get("origin") != tree.checkpoint.origin:
+        raise LogProblem("tampered", f"the digest index bucket {prefix} is for another log")
+    if type(size) is not int or not isinstance(root_text, str) or size < 0:
+        raise bad
+    if size > tree.size:
+        raise _IndexAhead
+    root = _root(root_text)
+    if root is None or not bucket_consistent(tree, size, root):
+        raise LogProblem(
+            "tampered",
+            f"the digest index bucket {prefix} names a checkpoint that is not in this log",
+        )
+    listed: dict[tuple[str, str], list[int]] = {}
+    for row in digests:
+        if not isinstance(row, dict):
+            raise bad
+        digest, kind, entries = row.get("digest"), row.get("kind"), row.get("entries")
+        if not isinstance(digest, str) or not isinstance(entries, list):
+            raise bad
+        if not DIGEST.fullmatch(digest) or not digest.startswith(prefix):
+            raise bad
+        if kind not in KIND_MEMBERS:
+            raise bad
+        if any(type(i) is not int or not 0 <= i < size for i in entries):
+            raise bad
+        listed.setdefault((digest, kind), []).extend(entries)
+    return size, {key: sorted(set(v)) for key, v in listed.items()}
+
+
+def _root(text: str) -> bytes | None:
+    import base64
+    import binascii
+
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        return None
+    return raw if len(raw) == 32 else None
+
+
+def _time(value: dict[str, Any]) -> str | None:
+    observed = value.get("observedAt")
+    return observed if isinstance(observed, str) and TIME.fullmatch(observed) else None
+
+
+def _version(value: dict[str, Any]) -> str | None:
+    """The entry's server version (package version, else serverInfo's), if it is a plain
+    version string; anything else is not shown (it is the server's or registry's text)."""
+    server = value.get("server")
+    package = server.get("package") if isinstance(server, dict) else None
+    info = value.get("serverInfo")
+    for source in (package, info):
+        if isinstance(source, dict):
+            text = source.get("version")
+            if isinstance(text, str) and VERSION.fullmatch(text):
+                return text
+    return None
+
+
+def _server_id(value: dict[str, Any]) -> str | None:
+    server = value.get("server")
+    sid = server.get("id") if isinstance(server, dict) else None
+    return sid if isinstance(sid, str) else None
+
+
+def _other_versions(tree: RemoteTree, value: dict[str, Any]) -> tuple[tuple[str | None, str], ...]:
+    """Earlier versions of the recording entry's server, oldest first, by ``previous``."""
+    mine = _version(value)
+    sid = _server_id(value)
+    first_seen: dict[str | None, str] = {}
+    current = value
+    for _ in range(MAX_VERSION_HOPS):
+        previous = current.get("previous")
+        if type(previous) is not int or not 0 <= previous < tree.size:
+            break
+        current = entry_value(tree.entry(previous))
+        if sid is None or _server_id(current) != sid:
+            break
+        at = _time(current)
+        version = _version(current)
+        if at is not None and version != mine:
+            first_seen[version] = min(at, first_seen.get(version, at))
+    return tuple(sorted(first_seen.items(), key=lambda item: item[1]))
+
+
+def describe(found: Recorded | NeverRecorded) -> str:
+    """One line in toolpin's words (versions only when they are plain version strings)."""
+    if isinstance(found, NeverRecorded):
+        return (
+            f"never recorded in {found.origin} (checked against checkpoint {found.checkpoint_size})"
+        )
+    since = f" since {found.recorded_at[:10]}" if found.recorded_at else ""
+    line = (
+        f"publicly recorded{since} (entry {found.entry_index}, "
+        f"verified against checkpoint {found.checkpoint_size} of {found.origin})"
+    )
+    if found.versions:
+        shown = ", ".join(
+            f"{version or 'an unnamed version'} on {at[:10]}" for version, at in found.versions[-5:]
+        )
+        line += f"; earlier versions recorded: {shown}"
+    return line
+
+
+def to_json(found: Recorded | NeverRecorded) -> dict[str, Any]:
+    """Stable keys for ``--json``."""
+    if isinstance(found, NeverRecorded):
+        return {
+            "recorded": False,
+            "origin": found.origin,
+            "checkpoint_size": found.checkpoint_size,
+        }
+    return {
+        "recorded": True,
+        "origin": found.origin,
+        "checkpoint_size": found.checkpoint_size,
+        "entry_index": found.entry_index,
+        "recorded_at": found.recorded_at,
+        "versions": [{"version": v, "first_recorded": at} for v, at in found.versions],
+    }
+
+
+def problem_json(problem: LogProblem) -> dict[str, Any]:
+    """A :class:`LogProblem` for ``--json``."""
+    return {"problem": problem.kind, "message": problem.message}
+
+
+__all__ = [
+    "LogRef",
+    "NeverRecorded",
+    "Recorded",
+    "describe",
+    "look_up",
+    "normalise_digest",
+    "problem_json",
+    "to_json",
+]

@@ -1,0 +1,215 @@
+"""Verifying what a published log serves, with publog's Merkle code over fetched tiles.
+
+* :func:`fetch_checkpoint`: the ``checkpoint`` file, opened with the pinned key only;
+* :func:`check_against_kept`: the kept checkpoint and the new one must agree — same size
+  means same root, a smaller size is a rollback, a larger one needs the RFC 9162
+  consistency proof from the kept tree, computed from the new tree's tiles. When the proof
+  fails, the tiles decide who lies: tiles that do not hash to the new signed root are
+  ``tampered`` (a bad copy, nothing proven against the log); tiles that do, but whose
+  prefix is not the kept root, prove a ``fork``;
+* :class:`RemoteTree`: entry ``i`` from its entry bundle, accepted only when its RFC 9162
+  inclusion proof (from the tiles) leads to the verified root.
+
+Nothing here trusts a tile, a bundle or a bucket: they are only ever inputs to a proof
+checked against a signed root.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from toolpin.errors import LogError
+from toolpin.evidence.errors import LogProblem
+from toolpin.evidence.fetch import Fetcher
+from toolpin.publog.checkpoint import Checkpoint, open_checkpoint
+from toolpin.publog.merkle import (
+    HASH_SIZE,
+    consistency_proof,
+    inclusion_proof,
+    leaf_hash,
+    perfect_root,
+    tree_root,
+    verify_consistency,
+    verify_inclusion,
+)
+from toolpin.publog.note import Verifier
+from toolpin.publog.tiles import (
+    CHECKPOINT_FILE,
+    MAX_BUNDLE_BYTES,
+    MAX_TILE_BYTES,
+    TILE_HEIGHT,
+    TILE_WIDTH,
+    decode_bundle,
+    entries_path,
+    tile_path,
+)
+
+MAX_CHECKPOINT_NOTE: Final = 16 << 10
+"""A checkpoint note is a few hundred bytes; this cap leaves room for many signatures."""
+
+
+def fetch_checkpoint(fetcher: Fetcher, verifier: Verifier) -> tuple[Checkpoint, str]:
+    """The log's current checkpoint, signed by ``verifier`` (else ``bad-signature``)."""
+    raw = fetcher.get(CHECKPOINT_FILE, MAX_CHECKPOINT_NOTE, what="the checkpoint")
+    try:
+        note = raw.decode("utf-8")
+        return open_checkpoint(note, verifier), note
+    except (UnicodeDecodeError, LogError):
+        raise LogProblem(
+            "bad-signature",
+            f"the log's checkpoint is not signed by the pinned key of {verifier.name}",
+            advice="Check that --vkey is the key this log publishes.",
+        ) from None
+
+
+def _width_at(size: int, level: int, index: int) -> int:
+    count = size >> (TILE_HEIGHT * level)
+    full, partial = divmod(count, TILE_WIDTH)
+    return TILE_WIDTH if index < full else partial if index == full else 0
+
+
+class RemoteTree:
+    """The tree of a verified checkpoint, read from the published tiles on demand.
+
+    A :class:`~toolpin.publog.merkle.HashSource`: ``node`` hashes come from fetched tiles
+    (cached), unverified on their own; every answer built from them is checked against
+    ``checkpoint.root`` before it is believed.
+    """
+
+    def __init__(self, fetcher: Fetcher, checkpoint: Checkpoint) -> None:
+        self.fetcher = fetcher
+        self.checkpoint = checkpoint
+        self.size = checkpoint.size
+        self._tiles: dict[tuple[int, int], bytes] = {}
+        self._bundles: dict[int, list[bytes]] = {}
+
+    def _tile(self, level: int, index: int) -> bytes:
+        key = (level, index)
+        cached = self._tiles.get(key)
+        if cached is not None:
+            return cached
+        width = _width_at(self.size, level, index)
+        if width == 0:
+            raise LogError("a subtree outside the tree was asked for")
+        rel = tile_path(level, index, width)
+        data = self.fetcher.get(rel, MAX_TILE_BYTES, what=rel)
+        if len(data) != width * HASH_SIZE:
+            raise LogProblem("tampered", f"{rel} has the wrong length")
+        self._tiles[key] = data
+        return data
+
+    def node(self, level: int, index: int) -> bytes:
+        tile_level, height = divmod(level, TILE_HEIGHT)
+        count = 1 << height
+        first = index << height
+        tile_index, offset = divmod(first, TILE_WIDTH)
+        data = self._tile(tile_level, tile_index)
+        if (offset + count) * HASH_SIZE > len(data):
+            raise LogError("a subtree outside the tree was asked for")
+        chunk = data[offset * HASH_SIZE : (offset + count) * HASH_SIZE]
+        return perfect_root([chunk[i : i + HASH_SIZE] for i in range(0, len(chunk), HASH_SIZE)])
+
+    def root_matches(self) -> bool:
+        """Whether the tiles hash to the signed root (false: a tampered or partial copy)."""
+        try:
+            return tree_root(self, self.size) == self.checkpoint.root
+        except (LogError, ValueError):
+            return False
+
+    def entry(self, index: int) -> bytes:
+        """Entry ``index``, proven included in the checkpoint (else ``tampered``)."""
+        if not 0 <= index < self.size:
+            raise LogProblem("tampered", f"entry {index} is beyond the log's checkpoint")
+        bundle, offset = divmod(index, TILE_WIDTH)
+        entries = self._bundles.get(bundle)
+        if entries is None:
+            width = _width_at(self.size, 0, bundle)
+            rel = entries_path(bundle, width)
+            try:
+                entries = decode_bundle(self.fetcher.get(rel, MAX_BUNDLE_BYTES, what=rel))
+            except LogError:
+                raise LogProblem("tampered", f"{rel} is not an entry bundle") from None
+            if len(entries) != width:
+                raise LogProblem("tampered", f"{rel} does not hold {width} entries")
+            self._bundles[bundle] = entries
+        entry = entries[offset]
+        try:
+            path = inclusion_proof(self, index, self.size)
+        except (LogError, ValueError):
+            raise LogProblem("tampered", f"the tiles cannot prove entry {index}") from None
+        if not verify_inclusion(leaf_hash(entry), index, self.size, path, self.checkpoint.root):
+            raise LogProblem(
+                "tampered",
+                f"entry {index} or its tiles do not match the signed checkpoint",
+            )
+        return entry
+
+    def extends(self, old: Checkpoint) -> bool:
+        """Whether this tree extends ``old`` (the RFC 9162 consistency proof, from tiles)."""
+        try:
+            proof = consistency_proof(self, old.size, self.size)
+        except (LogError, ValueError):
+            return False
+        return verify_consistency(old.size, self.size, old.root, self.checkpoint.root, proof)
+
+
+def check_against_kept(tree: RemoteTree, kept: Checkpoint | None) -> tuple[str, str] | None:
+    """``None`` when the new checkpoint may replace ``kept``; else ``(kind, message)``
+    with kind ``fork`` or ``rollback`` (the caller marks the log distrusted). Raises
+    ``tampered`` when the tiles cannot tell."""
+    new = tree.checkpoint
+    if kept is None:
+        return None
+    if new.size < kept.size:
+        return (
+            "rollback",
+            f"the log was rolled back: its checkpoint has {new.size} entries, "
+            f"but checkpoint {kept.size} was verified before",
+        )
+    if new.size == kept.size:
+        if new.root == kept.root:
+            return None
+        return (
+            "fork",
+            f"the log is forked: two signed checkpoints of size {new.size} have different roots",
+        )
+    if tree.extends(kept):
+        return None
+    if not tree.root_matches():
+        raise LogProblem(
+            "tampered", f"the log's tiles do not match its signed checkpoint {new.size}"
+        )
+    return (
+        "fork",
+        f"the log is forked: checkpoint {new.size} does not extend "
+        f"checkpoint {kept.size} verified before",
+    )
+
+
+def bucket_consistent(tree: RemoteTree, size: int, root: bytes) -> bool:
+    """Whether the tree of (``size``, ``root``) is a prefix of the verified tree."""
+    if size == tree.size:
+        return root == tree.checkpoint.root
+    try:
+        old = Checkpoint(origin=tree.checkpoint.origin, size=size, root=root)
+    except LogError:  # size 0 with another root than the empty tree's
+        return False
+    return tree.extends(old)
+
+
+def entry_value(raw: bytes) -> dict[str, Any]:
+    from toolpin.publog.entries import decode_entry
+
+    try:
+        return decode_entry(raw, canonical=False)
+    except LogError:
+        return {}
+
+
+__all__ = [
+    "RemoteTree",
+    "bucket_consistent",
+    "check_against_kept",
+    "entry_value",
+    "fetch_checkpoint",
+]
