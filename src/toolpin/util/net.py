@@ -67,11 +67,42 @@ def _system_context() -> ssl.SSLContext:
     return httpcore2.default_ssl_context(_trust_env=False)
 
 
+_CONTEXTS: dict[tuple[object, ...], ssl.SSLContext] = {}
+
+
+def _stamp(path: str | None) -> tuple[str, int, int] | None:
+    """A CA file or folder as the cache sees it: its path, and its size and time (a
+    changed file is read again)."""
+    if not path:
+        return None
+    try:
+        info = os.stat(path)
+    except OSError:
+        return (path, -1, -1)
+    return (path, info.st_size, info.st_mtime_ns)
+
+
 def tls_context(
     env: Mapping[str, str] | None = None, *, extra_cafiles: Sequence[str] = ()
 ) -> ssl.SSLContext:
-    """A verifying client context: the system store plus the configured CA files."""
+    """A verifying client context: the system store plus the configured CA files.
+
+    Loading the system store costs tens of milliseconds, so the context is made once per
+    process for the same CA settings (the same variables naming the same files, unchanged)
+    and shared; every caller uses it as it is (verification settings are never changed on
+    it)."""
     env = os.environ if env is None else env
+    key = (
+        *(_stamp(env.get(name)) for name in (*CA_FILE_VARIABLES, *CA_DIR_VARIABLES)),
+        *(_stamp(path) for path in extra_cafiles),
+    )
+    cached = _CONTEXTS.get(key)
+    if cached is None:
+        cached = _CONTEXTS[key] = _new_context(env, extra_cafiles)
+    return cached
+
+
+def _new_context(env: Mapping[str, str], extra_cafiles: Sequence[str]) -> ssl.SSLContext:
     context = _system_context()
     sources = [(name, env.get(name)) for name in CA_FILE_VARIABLES]
     sources += [("a configured CA file", path) for path in extra_cafiles]
