@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from toolpin.cli.log_options import log_options
 from toolpin.cli.remote_options import header_option, transport_option
 
 
@@ -38,6 +39,7 @@ from toolpin.cli.remote_options import header_option, transport_option
 )
 @header_option
 @transport_option
+@log_options
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
 def run_command(
     name: str | None,
@@ -48,6 +50,9 @@ def run_command(
     url: str | None,
     headers: tuple[str, ...],
     transport: str,
+    log_url: str | None,
+    vkey: str | None,
+    require_public: bool,
     command: tuple[str, ...],
 ) -> int:
     """Sit in front of an MCP server: pin on first run, verify on every later one.
@@ -61,6 +66,10 @@ def run_command(
 
     \b
     toolpin run --name docs --url https://example.com/mcp --header 'X-Api-Key: ${env:KEY}'
+
+    With --log URL --vkey FILE (or TOOLPIN_LOG and TOOLPIN_LOG_VKEY, or
+    TOOLPIN_HOME/config.json) a first pin and a block say whether the public log
+    recorded these exact definitions; --require-public refuses a first pin it never did.
     """
     argv = list(command)
     if argv and argv[0] != "--" and argv[0].startswith("-"):
@@ -69,6 +78,8 @@ def run_command(
     if argv and argv[0] == "--":
         argv = argv[1:]
     if url is not None:
+        if log_url is not None or vkey is not None or require_public:
+            raise click.UsageError("--log, --vkey and --require-public go with a server command")
         if argv:
             raise click.UsageError("give either --url or a server command after --, not both")
         from toolpin.remote.start import run_remote_proxy
@@ -90,5 +101,13 @@ def run_command(
     from toolpin.proxy.start import run_proxy
 
     return run_proxy(
-        argv, name=name, timeout=timeout, quiet=quiet, lock=lock, only_locked=only_locked
+        argv,
+        name=name,
+        timeout=timeout,
+        quiet=quiet,
+        lock=lock,
+        only_locked=only_locked,
+        log=log_url,
+        vkey=vkey,
+        require_public=require_public,
     )

@@ -71,6 +71,7 @@ from toolpin.proxy.known_page import KnownPages
 if TYPE_CHECKING:
     from toolpin.core.argvdiff import ArgvDiff
     from toolpin.core.drift import Drift
+    from toolpin.pins.publiclog import Evidence, PublicCheck
     from toolpin.pins.source import PinSource
 
 READ_SIZE: Final = 1 << 16
@@ -109,6 +110,8 @@ class ProxyOptions:
     by ``--name``): the session blocks for review like any drift."""
     command_diff: ArgvDiff | None = None
     """The word diff of the two (redacted) commands, for the report and the -31042 data."""
+    public: PublicCheck | None = None
+    """A public log to consult at a first pin and at a block (``--log``); ``None``: none."""
 
 
 _JS_SAFE: Final = 1 << 53
@@ -279,6 +282,7 @@ class Session:
         self._report_path: str | None = None
         self._review_unsaved: str | None = None  # why a blocked change could not be stored
         self._unverified_reason = ""
+        self._evidence: Evidence | None = None  # the public log's answer (with --log)
         if self._pinned is not None:
             self._index_pin(self._pinned)
 
@@ -679,6 +683,11 @@ class Session:
             return
         source = self.options.source
         if self._pinned is None:
+            evidence = self._look_up(observed)
+            refusal = evidence.refusal() if evidence is not None else None
+            if refusal is not None:
+                self._unverified(refusal)
+                return
             try:
                 pinned, created = source.pin_first(observed)
             except Exception as exc:  # any store fault fails closed, cleanly
@@ -691,6 +700,8 @@ class Session:
                     f"pinned {_counts(observed)} for {self.options.label} "
                     f"({observed.surface_hash()[:12]})"
                 )
+                if evidence is not None:
+                    self._note(f"{self.options.label}: {evidence.line()}")
                 self._release()
                 return
         if self.options.command_change is not None:
@@ -765,7 +776,17 @@ class Session:
                 if self.options.command_diff is not None and reason == REASON_DRIFT
                 else {}
             ),
+            **({"log": self._evidence.to_json()} if self._evidence is not None else {}),
         }
+
+    def _look_up(self, observed: Snapshot) -> Evidence | None:
+        """The public log's answer for the observed surface (``None`` without a log);
+        kept for the report and the error ``data``."""
+        if self.options.public is None:
+            return None
+        if self._evidence is None or self._evidence.digest != observed.surface_hash():
+            self._evidence = self.options.public.check(observed.surface_hash())
+        return self._evidence
 
     def _answer_blocked(self, id_: Any) -> None:
         if self.block_reason == "drift":
@@ -821,6 +842,7 @@ class Session:
         self._drift = drift
         self.mid_session = mid_session
         self.exit_code = EXIT_DRIFT
+        self._look_up(observed)
         try:
             self.options.source.record_drift(observed, drift, mid_session=mid_session)
         except StoreWriteError as exc:  # read fine, cannot write: still a change, unsaved
@@ -921,6 +943,17 @@ class Session:
         lines = [Line(f"  {text[0]}", "bad"), *(Line(f"  {x}") for x in text[1:])]
         return lines if drift.ok else [*lines, Line("")]
 
+    def _evidence_lines(self) -> list[Line]:
+        """What the public log says about the observed definitions (toolpin's words)."""
+        if self._evidence is None:
+            return []
+        if self._evidence.found is None:
+            first = Line(f"  log: {self._evidence.line()}", "medium")
+        else:
+            style = None if self._evidence.recorded else "medium"
+            first = Line(f"  log: these definitions are {self._evidence.line()}", style)
+        return [first]
+
     def _report(self, drift: Drift, *, mid_session: bool) -> None:
         from toolpin.report.environment import environment_hints
         from toolpin.report.text import review_lines
@@ -936,6 +969,7 @@ class Session:
             Line(f"  server: {visible(self.options.label)}"),
             Line(f"  id: {self.options.server_id}"),
             Line(f"  {self.options.source.describe_pin()}"),
+            *self._evidence_lines(),
             Line(""),
             *(self._command_lines(drift) if not mid_session else []),
             *review_lines(drift),

@@ -1,0 +1,300 @@
+"""Checking a pin decision against a public log: which log, and what its answer means.
+
+A user names a published log (its site URL and verifier key) with ``--log URL --vkey
+FILE``, with the environment (``TOOLPIN_LOG``, ``TOOLPIN_LOG_VKEY``,
+``TOOLPIN_REQUIRE_PUBLIC=1``) or once in ``TOOLPIN_HOME/config.json``::
+
+    {"log": {"url": "https://log.example/toolpin/", "vkey": "log.vkey", "require-public": true}}
+
+(a relative ``vkey`` path is read from ``TOOLPIN_HOME``). A flag wins over the
+environment, the environment over the file; each of ``url`` and ``vkey`` comes from one
+place with the other.
+
+:func:`check` asks the log (:func:`toolpin.evidence.look_up`, verified end to end on this
+machine) whether a surface digest was recorded and returns an :class:`Evidence`: the one
+line to show, the JSON member for ``--json`` and the -31042 ``data.log``, and whether the
+``require-public`` policy refuses it. A log that cannot be checked is one line too; it
+refuses only under ``require-public`` (fail closed). Every word is toolpin's: the log's
+origin line is shown with :func:`toolpin.core.render.visible`, never a server's text.
+
+:mod:`toolpin.evidence` is imported only when a log is configured, so the proxy's start
+path stays light.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from toolpin.errors import InputError
+
+if TYPE_CHECKING:
+    from toolpin.evidence import LogRef, NeverRecorded, Recorded
+
+ENV_LOG: Final = "TOOLPIN_LOG"
+ENV_VKEY: Final = "TOOLPIN_LOG_VKEY"
+ENV_REQUIRE: Final = "TOOLPIN_REQUIRE_PUBLIC"
+CONFIG_FILE: Final = "config.json"
+MAX_CONFIG: Final = 64 << 10
+MAX_VKEY: Final = 4 << 10
+DEFAULT_TIMEOUT: Final = 3.0
+"""Seconds a lookup may take (the proxy waits for it only at a first pin or a block)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings:
+    """The log to consult and the policy, resolved from flags, environment and config."""
+
+    url: str
+    vkey_path: str
+    require_public: bool = False
+    source: str = "--log"
+    """Where the setting came from (for a message about a bad key file)."""
+
+    def ref(self) -> LogRef:
+        """The log as :func:`toolpin.evidence.look_up` takes it (reads the key file)."""
+        from toolpin.evidence import LogRef
+
+        path = Path(self.vkey_path).expanduser()
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(MAX_VKEY + 1)
+        except OSError as exc:
+            raise InputError(
+                f"cannot read the log's verifier key {path} ({exc.strerror or type(exc).__name__})",
+                advice=f"check the key file named by {self.source}",
+            ) from None
+        try:
+            text = data.decode("ascii").strip()
+        except UnicodeDecodeError:
+            text = ""
+        if not text or len(data) > MAX_VKEY or "\n" in text:
+            raise InputError(f"{path} is not a log verifier key (one line of note-format text)")
+        return LogRef(url=self.url, vkey=text)
+
+
+def settings(
+    home: Path,
+    *,
+    url: str | None = None,
+    vkey: str | None = None,
+    require_public: bool = False,
+) -> LogSettings | None:
+    """The log to consult, or ``None`` when none is configured.
+
+    Raises :class:`InputError` for half a setting (a URL without its key, or the
+    reverse), an unreadable or malformed config file, or ``require-public`` without a log.
+    """
+    require = require_public or os.environ.get(ENV_REQUIRE, "") not in ("", "0")
+    if url is not None or vkey is not None:
+        if url is None or vkey is None:
+            raise InputError("--log and --vkey go together (the log's URL and its verifier key)")
+        return LogSettings(url, vkey, require or _config(home).get("require-public") is True)
+    env_url, env_key = os.environ.get(ENV_LOG) or None, os.environ.get(ENV_VKEY) or None
+    if env_url is not None or env_key is not None:
+        if env_url is None or env_key is None:
+            raise InputError(f"{ENV_LOG} and {ENV_VKEY} go together; set both or neither")
+        return LogSettings(
+            env_url, env_key, require or _config(home).get("require-public") is True, ENV_LOG
+        )
+    config = _config(home)
+    if not config:
+        if require:
+            raise InputError(
+                "require-public needs a log to check: give --log URL --vkey FILE, set "
+                f"{ENV_LOG} and {ENV_VKEY}, or name it in {home / CONFIG_FILE}"
+            )
+        return None
+    where = str(home / CONFIG_FILE)
+    url_value, key_value = config.get("url"), config.get("vkey")
+    if not (isinstance(url_value, str) and url_value and isinstance(key_value, str) and key_value):
+        raise InputError(f'{where}: "log" needs "url" and "vkey" (strings)')
+    policy = config.get("require-public", False)
+    if not isinstance(policy, bool):
+        raise InputError(f'{where}: "require-public" must be true or false')
+    key_path = Path(key_value).expanduser()
+    if not key_path.is_absolute():
+        key_path = home / key_path
+    return LogSettings(url_value, str(key_path), require or policy, where)
+
+
+def _config(home: Path) -> dict[str, Any]:
+    """The ``log`` object of ``TOOLPIN_HOME/config.json`` (empty when there is none)."""
+    path = home / CONFIG_FILE
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise InputError(f"cannot read {path} ({exc.strerror or type(exc).__name__})") from None
+    if len(data) > MAX_CONFIG:
+        raise InputError(f"{path} is larger than {MAX_CONFIG} bytes")
+    from toolpin.core.canonical import parse_json
+
+    try:
+        doc = parse_json(data)
+    except InputError as exc:
+        raise InputError(f"{path} is not valid JSON ({exc.message})") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path} must hold a JSON object")
+    log = doc.get("log")
+    if log is None:
+        return {}
+    if not isinstance(log, dict):
+        raise InputError(f'{path}: "log" must be an object')
+    unknown = sorted(set(log) - {"url", "vkey", "require-public"})
+    if unknown:
+        raise InputError(f'{path}: unknown member "log.{visible_key(unknown[0])}"')
+    return log
+
+
+def visible_key(text: str) -> str:
+    from toolpin.core.render import visible
+
+    return visible(text[:40])
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a log said about one digest (or why it could not say)."""
+
+    settings: LogSettings
+    digest: str
+    found: Recorded | NeverRecorded | None
+    problem: str | None = None
+    """One line, toolpin's words, when the log could not be checked."""
+    problem_kind: str | None = None
+
+    @property
+    def recorded(self) -> bool:
+        from toolpin.evidence import Recorded
+
+        return isinstance(self.found, Recorded)
+
+    def line(self) -> str:
+        """The one line to show: :func:`toolpin.evidence.describe`, or the problem."""
+        from toolpin.core.render import visible
+
+        if self.found is None:
+            return visible(self.problem or "the public log could not be checked")
+        from toolpin.evidence import describe
+
+        return visible(describe(self.found))
+
+    def refusal(self) -> str | None:
+        """Why ``require-public`` refuses this digest, or ``None`` when it does not
+        (the policy is off, or the log recorded it)."""
+        if not self.settings.require_public or self.recorded:
+            return None
+        if self.found is None:
+            return f"require-public: {self.line()}, so it cannot show these definitions are public"
+        return f"require-public: these definitions were {self.line()}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable ``log`` member of ``--json`` and of the -31042 ``data``."""
+        if self.found is None:
+            return {
+                "url": self.settings.url,
+                "digest": self.digest,
+                "status": "problem",
+                "problem": self.problem_kind,
+                "detail": self.problem,
+            }
+        from toolpin.evidence import to_json
+
+        return {
+            "url": self.settings.url,
+            "digest": self.digest,
+            "status": "recorded" if self.recorded else "never-recorded",
+            **to_json(self.found),
+        }
+
+
+def check(
+    log: LogSettings, digest: str, *, home: Path, timeout: float = DEFAULT_TIMEOUT
+) -> Evidence:
+    """Ask the log about ``digest`` (a surface digest); never raises for the log's faults.
+
+    A key file that cannot be read raises :class:`InputError` (a setting to fix).
+    """
+    return PublicCheck(log, home, timeout=timeout).check(digest)
+
+
+def _where(log: LogSettings) -> str:
+    from toolpin.core.render import visible
+
+    return visible(log.url[:200])
+
+
+def _problem_line(log: LogSettings, exc: Any) -> str:
+    from toolpin.core.render import visible
+
+    where = _where(log)
+    kind = str(getattr(exc, "kind", "unreachable"))
+    if kind == "unreachable":
+        return f"the public log at {where} could not be reached ({visible(exc.message)})"
+    return f"the public log at {where} is not trusted ({kind}): {visible(exc.message)}"
+
+
+class PublicCheck:
+    """The proxy's handle on a configured log: :meth:`check` at a first pin or a block.
+
+    Built after the server is spawned: it imports :mod:`toolpin.evidence` and reads the
+    key while the server boots, so the lookup itself is all that is left at the verdict.
+    """
+
+    def __init__(self, log: LogSettings, home: Path, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.log = log
+        self.home = home
+        self.timeout = timeout
+        self.require_public = log.require_public
+        self._ref = log.ref()  # a bad key file stops here, before anything is decided
+
+    def check(self, digest: str) -> Evidence:
+        """The log's answer for ``digest``; a log fault is an :class:`Evidence` problem."""
+        from toolpin.evidence import LogProblem, look_up
+
+        try:
+            found = look_up(self._ref, digest, kind="surface", home=self.home, timeout=self.timeout)
+        except LogProblem as exc:
+            return Evidence(self.log, digest, None, _problem_line(self.log, exc), exc.kind)
+        except Exception as exc:  # any other fault: no evidence (refused under require-public)
+            where = _where(self.log)
+            why = (
+                f"the public log at {where} could not be checked "
+                f"(an unexpected {type(exc).__name__})"
+            )
+            return Evidence(self.log, digest, None, why, "error")
+        return Evidence(self.log, digest, found)
+
+
+def evidence_for(
+    home: Path,
+    digest: str,
+    *,
+    url: str | None = None,
+    vkey: str | None = None,
+    require_public: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Evidence | None:
+    """The log's answer for ``digest`` with the settings the commands share, or ``None``
+    when no log is configured (``show``, ``review``, ``approve``)."""
+    found = settings(home, url=url, vkey=vkey, require_public=require_public)
+    return None if found is None else check(found, digest, home=home, timeout=timeout)
+
+
+def approval_refused(evidence: Evidence | None) -> InputError | None:
+    """The error that stops ``approve`` under ``require-public`` (exit 2), or ``None``."""
+    if evidence is None:
+        return None
+    why = evidence.refusal()
+    if why is None:
+        return None
+    return InputError(
+        f"not approved: {why}",
+        advice="the pin was not changed; approve it once the log records it, or without "
+        "require-public if you trust these definitions anyway",
+    )
