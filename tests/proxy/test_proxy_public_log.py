@@ -188,7 +188,8 @@ def test_an_unreachable_log_is_one_line_and_the_session_proceeds(
     assert proxy.call("tools/list")["result"]["tools"][0]["name"] == "alpha"
     assert proxy.close() == 0
     said = [x for x in proxy.stderr.splitlines() if "public log" in x]
-    assert len(said) == 1 and "could not be reached" in said[0], proxy.stderr
+    assert len(said) == 1, proxy.stderr
+    assert "could not be checked: the log cannot be reached" in said[0]
     assert pinned_surface(toolpin_home) is not None
 
 
@@ -200,7 +201,7 @@ def test_an_unreachable_log_under_require_public_refuses(
     proxy = start(toolpin_home, server, *options)
     reply = proxy.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
     assert reply["error"]["code"] == -31043
-    assert "could not be reached" in reply["error"]["data"]["detail"]
+    assert "could not be checked" in reply["error"]["data"]["detail"]
     assert reply["error"]["data"]["log"]["status"] == "problem"
     assert proxy.close() == 2
     assert pinned_surface(toolpin_home) is None
@@ -259,7 +260,7 @@ def test_approve_under_require_public_refuses_an_unrecorded_change(
     assert "Traceback" not in refused.stderr
     assert pinned_surface(toolpin_home) == proxy_snapshot(V1).surface_hash()  # unchanged
     review = cli(toolpin_home, "review", pinned_id(toolpin_home), *public_log.options())
-    assert f"never recorded in {public_log.origin}" in review.stdout
+    assert f"the new definitions were never recorded in {public_log.origin}" in review.stdout
 
 
 def test_the_config_file_names_the_log_for_every_wrapped_entry(

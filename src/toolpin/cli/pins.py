@@ -143,9 +143,7 @@ def _evidence_lines(evidence: Evidence | None, what: str) -> list[Line]:
 
     if evidence is None:
         return []
-    if evidence.found is None:
-        return [Line(f"log: {evidence.line()}", "medium")]
-    return [Line(f"log: {what} {evidence.line()}", None if evidence.recorded else "medium")]
+    return [Line(f"log: {evidence.about(what)}", None if evidence.recorded else "medium")]
 
 
 @click.command("show")
@@ -178,7 +176,7 @@ def show_command(
         Line(visible(record.label), "header"),
         Line(f"pinned {record.pinned_at}"),
         Line(f"surface {snap.surface_hash()}"),
-        *_evidence_lines(evidence, "the pinned definitions are"),
+        *_evidence_lines(evidence, "the pinned definitions"),
     ]
     if record.command is not None:
         lines.append(Line(_command_text(record.command), "dim"))
@@ -230,7 +228,7 @@ def review_command(
         observed=record.pending.snapshot,
         command_lines=_command_lines(record.command, record.pending.command),
     )
-    extra = _evidence_lines(evidence, "the new definitions are")
+    extra = _evidence_lines(evidence, "the new definitions")
     if extra:
         lines = [*lines[:3], *extra, *lines[3:]]
     echo_lines(lines, color=stdout_color())
@@ -294,7 +292,7 @@ def approve_command(
         if refused is not None:
             raise refused
         if evidence is not None:
-            click.echo(f"log: the new definitions are {evidence.line()}")
+            click.echo(f"log: {evidence.about('the new definitions')}")
             expect = expect if expect is not None else pending.digest  # what was checked
     record = _store().approve(sid, expect=expect)
     click.echo(f"re-pinned {visible(record.label)} at {record.snapshot.surface_hash()[:12]}")

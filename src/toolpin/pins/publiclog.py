@@ -184,6 +184,13 @@ class Evidence:
 
         return visible(describe(self.found))
 
+    def about(self, subject: str) -> str:
+        """``<subject> are publicly recorded since ...`` / ``<subject> were never recorded
+        in ...``, or the problem line."""
+        if self.found is None:
+            return self.line()
+        return f"{subject} {'are' if self.recorded else 'were'} {self.line()}"
+
     def refusal(self) -> str | None:
         """Why ``require-public`` refuses this digest, or ``None`` when it does not
         (the policy is off, or the log recorded it)."""
@@ -191,7 +198,7 @@ class Evidence:
             return None
         if self.found is None:
             return f"require-public: {self.line()}, so it cannot show these definitions are public"
-        return f"require-public: these definitions were {self.line()}"
+        return f"require-public: {self.about('these definitions')}"
 
     def to_json(self) -> dict[str, Any]:
         """The stable ``log`` member of ``--json`` and of the -31042 ``data``."""
@@ -235,7 +242,7 @@ def _problem_line(log: LogSettings, exc: Any) -> str:
     where = _where(log)
     kind = str(getattr(exc, "kind", "unreachable"))
     if kind == "unreachable":
-        return f"the public log at {where} could not be reached ({visible(exc.message)})"
+        return f"the public log at {where} could not be checked: {visible(exc.message)}"
     return f"the public log at {where} is not trusted ({kind}): {visible(exc.message)}"
 
 

@@ -947,12 +947,8 @@ class Session:
         """What the public log says about the observed definitions (toolpin's words)."""
         if self._evidence is None:
             return []
-        if self._evidence.found is None:
-            first = Line(f"  log: {self._evidence.line()}", "medium")
-        else:
-            style = None if self._evidence.recorded else "medium"
-            first = Line(f"  log: these definitions are {self._evidence.line()}", style)
-        return [first]
+        style = None if self._evidence.recorded else "medium"
+        return [Line(f"  log: {self._evidence.about('these definitions')}", style)]
 
     def _report(self, drift: Drift, *, mid_session: bool) -> None:
         from toolpin.report.environment import environment_hints
