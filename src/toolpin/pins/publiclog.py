@@ -28,9 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from toolpin.errors import InputError
+from toolpin.errors import InputError, ToolpinError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from toolpin.evidence import LogRef, NeverRecorded, Recorded
 
 ENV_LOG: Final = "TOOLPIN_LOG"
@@ -268,6 +270,9 @@ class PublicCheck:
             found = look_up(self._ref, digest, kind="surface", home=self.home, timeout=self.timeout)
         except LogProblem as exc:
             return Evidence(self.log, digest, None, _problem_line(self.log, exc), exc.kind)
+        except ToolpinError as exc:  # e.g. an unusable key: said in toolpin's words
+            why = f"the public log at {_where(self.log)} could not be checked: {exc.message}"
+            return Evidence(self.log, digest, None, why, "unusable")
         except Exception as exc:  # any other fault: no evidence (refused under require-public)
             where = _where(self.log)
             why = (
@@ -305,3 +310,30 @@ def approval_refused(evidence: Evidence | None) -> InputError | None:
         advice="the pin was not changed; approve it once the log records it, or without "
         "require-public if you trust these definitions anyway",
     )
+
+
+def evidence_each(
+    home: Path,
+    digests: Mapping[str, str],
+    *,
+    url: str | None = None,
+    vkey: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> dict[str, Evidence] | None:
+    """The log's answer for each named digest (``lock``, ``lock --check``), or ``None``
+    when no log is configured. Once the log cannot be reached, the rest are not tried
+    (each would wait for the same timeout): they carry the same problem."""
+    found = settings(home, url=url, vkey=vkey)
+    if found is None:
+        return None
+    public = PublicCheck(found, home, timeout=timeout)
+    out: dict[str, Evidence] = {}
+    down: Evidence | None = None
+    for name, digest in digests.items():
+        if down is not None:
+            out[name] = Evidence(found, digest, None, down.problem, down.problem_kind)
+            continue
+        out[name] = public.check(digest)
+        if out[name].problem_kind == "unreachable":
+            down = out[name]
+    return out
