@@ -98,9 +98,7 @@ def trust_cmd(reset: bool, origin: str) -> int:
             click.echo(f"nothing was kept for {origin}")
         else:
             was = f" (it was distrusted: {before.distrusted.kind})" if before.distrusted else ""
-            click.echo(
-                f"forgot the kept checkpoint of {origin}{was}; the next lookup starts afresh"
-            )
+            click.echo(f"forgot the kept checkpoint of {origin}{was}; the next lookup starts over")
         return 0
     kept = state.load(home, origin)
     if kept.checkpoint is None and kept.distrusted is None:

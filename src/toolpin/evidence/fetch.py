@@ -24,6 +24,8 @@ USER_AGENT: Final = "toolpin-evidence"
 ENV_ALLOW_PRIVATE: Final = "TOOLPIN_LOG_ALLOW_PRIVATE"
 DEADLINE_FACTOR: Final = 4.0
 """A lookup's deadline is this many times its per-request timeout."""
+MAX_LOOKUP_BYTES: Final = 64 << 20
+"""The most one lookup reads in all (a real hit reads a few hundred KB)."""
 
 
 def private_allowed(allow_private: bool | None) -> bool:
@@ -48,6 +50,7 @@ class Fetcher:
         self.base = url if url.endswith("/") else url + "/"
         self.timeout = timeout
         self.ends = time.monotonic() + timeout * DEADLINE_FACTOR
+        self.deadline = timeout * DEADLINE_FACTOR
         self.fetched = 0
         self.requests = 0
         policy = AddressPolicy(allow_private=allow_private)
@@ -97,10 +100,12 @@ class Fetcher:
             self.fetched += len(chunk)
             if size > cap:
                 raise LogProblem("tampered", f"{what} is larger than any valid file of its kind")
+            if self.fetched > MAX_LOOKUP_BYTES:
+                raise LogProblem("unreachable", "the log sent more than one lookup reads")
             if time.monotonic() > self.ends:
                 raise LogProblem("unreachable", f"the log took too long to answer ({what})")
             chunks.append(chunk)
         return b"".join(chunks)
 
 
-__all__ = ["ENV_ALLOW_PRIVATE", "Fetcher", "private_allowed"]
+__all__ = ["ENV_ALLOW_PRIVATE", "MAX_LOOKUP_BYTES", "Fetcher", "private_allowed"]

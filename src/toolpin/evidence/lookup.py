@@ -117,8 +117,18 @@ def look_up(
     _refuse_distrusted(state.load(home, origin))
     with Fetcher(log.url, timeout=timeout, allow_private=private_allowed(allow_private)) as f:
         tree = _verified_tree(f, verifier, home)
-        bucket = _bucket(f, tree, wanted[:PREFIX_DIGITS])
-        size, listed = bucket
+        try:
+            size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
+        except _IndexAhead:
+            # The site was rebuilt between the two requests: look at its new checkpoint.
+            tree = _verified_tree(f, verifier, home)
+            try:
+                size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
+            except _IndexAhead:
+                raise LogProblem(
+                    "tampered",
+                    "the log's digest index names a checkpoint newer than the log serves",
+                ) from None
         indices = listed.get((wanted, kind), [])
         member = KIND_MEMBERS[kind]
         confirmed: list[tuple[int, dict[str, Any]]] = []
@@ -149,11 +159,20 @@ def _refuse_distrusted(kept: state.Kept) -> None:
         )
 
 
+class _IndexAhead(Exception):
+    """The bucket names a checkpoint newer than the one verified."""
+
+
 def _verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTree:
-    checkpoint, note = fetch_checkpoint(fetcher, verifier)
-    tree = RemoteTree(fetcher, checkpoint)
+    """The log's current checkpoint, checked against the kept one and kept in its place.
+
+    Fetched and checked under the state's lock, so two processes never compare a
+    checkpoint with one the other kept after it was fetched (that would look like a
+    rollback of a log that only grew)."""
     origin = verifier.name
-    with state.locked_state(home, origin):
+    with state.locked_state(home, origin, timeout=fetcher.deadline + 1.0):
+        checkpoint, note = fetch_checkpoint(fetcher, verifier)
+        tree = RemoteTree(fetcher, checkpoint)
         kept = state.load(home, origin)
         _refuse_distrusted(kept)
         old = _kept_checkpoint(kept, verifier)
@@ -207,10 +226,7 @@ def _bucket(
     if type(size) is not int or not isinstance(root_text, str) or size < 0:
         raise bad
     if size > tree.size:
-        raise LogProblem(
-            "unreachable",
-            "the log's digest index is newer than the checkpoint it served; try again",
-        )
+        raise _IndexAhead
     root = _root(root_text)
     if root is None or not bucket_consistent(tree, size, root):
         raise LogProblem(

@@ -128,8 +128,9 @@ def _write(home: Path, kept: Kept) -> None:
 
 
 @contextlib.contextmanager
-def locked_state(home: Path, origin: str) -> Iterator[None]:
-    """Hold the cross-process lock of ``origin``'s state file."""
+def locked_state(home: Path, origin: str, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold the cross-process lock of ``origin``'s state file (``StoreError`` when another
+    process holds it for more than ``timeout`` seconds)."""
     from toolpin.util.fs import ensure_private_dir, locked
 
     path = state_path(home, origin)
@@ -137,7 +138,7 @@ def locked_state(home: Path, origin: str) -> Iterator[None]:
         ensure_private_dir(path.parent)
     except OSError as exc:
         raise StoreError(f"{path.parent} cannot be created ({exc.strerror})") from None
-    with locked(path.with_suffix(".lock"), timeout=LOCK_TIMEOUT):
+    with locked(path.with_suffix(".lock"), timeout=timeout):
         yield
 
 

@@ -1,0 +1,408 @@
+"""Verified digest lookups against real sites served over loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rfc8785
+from evidence_helpers import Served, entries, replace_file, site_of, versions_log
+from site_helpers import ORIGIN, LogWriter, tool
+
+from toolpin.evidence import (
+    LogProblem,
+    LogRef,
+    NeverRecorded,
+    Recorded,
+    describe,
+    look_up,
+    to_json,
+)
+from toolpin.evidence.state import load, state_path
+from toolpin.publog.note import Signer
+
+
+def _look(served: Served, writer: LogWriter, digest: str, home: Path, **kw: Any) -> Any:
+    return look_up(LogRef(served.url, writer.vkey), digest, home=home, allow_private=True, **kw)
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory: pytest.TempPathFactory) -> tuple[LogWriter, Path, list[dict[str, Any]]]:
+    root = tmp_path_factory.mktemp("three")
+    writer = versions_log(root / "log")
+    return writer, site_of(writer, root / "site"), entries(root / "log")
+
+
+@pytest.fixture(scope="module")
+def grown(tmp_path_factory: pytest.TempPathFactory) -> tuple[LogWriter, Path, Path]:
+    return _grown_pair(tmp_path_factory.mktemp("grown"))
+
+
+@pytest.fixture(scope="module")
+def forked(tmp_path_factory: pytest.TempPathFactory) -> tuple[LogWriter, Path, Path]:
+    return _forked_pair(tmp_path_factory.mktemp("forked"))
+
+
+def test_recorded_surface_names_entry_time_and_earlier_versions(
+    three: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, site, logged = three
+    served.show(site)
+    found = _look(served, writer, logged[3]["digests"]["surface"], tmp_path / "home")
+    assert found == Recorded(
+        origin=ORIGIN,
+        checkpoint_size=4,
+        entry_index=3,
+        recorded_at="2026-11-20T03:00:00Z",
+        versions=(("1.0.0", "2026-09-01T03:00:00Z"), ("1.1.0", "2026-10-01T03:00:00Z")),
+    )
+    assert describe(found) == (
+        f"publicly recorded since 2026-11-20 (entry 3, verified against checkpoint 4 of "
+        f"{ORIGIN}); earlier versions recorded: 1.0.0 on 2026-09-01, 1.1.0 on 2026-10-01"
+    )
+    assert to_json(found)["versions"][0] == {
+        "version": "1.0.0",
+        "first_recorded": "2026-09-01T03:00:00Z",
+    }
+    # The verified checkpoint is kept for the next lookup.
+    assert load(tmp_path / "home", ORIGIN).checkpoint == (site / "checkpoint").read_text()
+
+
+def test_recorded_tools_digest_and_sha256_prefix(
+    three: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, site, logged = three
+    served.show(site)
+    tools = logged[0]["digests"]["tools"]
+    found = _look(served, writer, "sha256:" + tools.upper(), tmp_path / "home", kind="tools")
+    assert isinstance(found, Recorded) and found.entry_index == 0 and found.versions == ()
+    # The same digest as a surface digest is not recorded.
+    assert isinstance(_look(served, writer, tools, tmp_path / "home"), NeverRecorded)
+
+
+def test_never_recorded(three: Any, served: Served, tmp_path: Path) -> None:
+    writer, site, _ = three
+    served.show(site)
+    found = _look(served, writer, "ab" * 32, tmp_path / "home")
+    assert found == NeverRecorded(origin=ORIGIN, checkpoint_size=4)
+    assert describe(found) == f"never recorded in {ORIGIN} (checked against checkpoint 4)"
+    assert to_json(found) == {"recorded": False, "origin": ORIGIN, "checkpoint_size": 4}
+
+
+def _grown_pair(tmp_path: Path) -> tuple[LogWriter, Path, Path]:
+    """One log's site at size 2 and the same log's site at size 4."""
+    writer = LogWriter(tmp_path / "grow")
+    writer.observe("a", [tool("one")], "2026-09-01T03:00:00Z")
+    writer.observe("b", [tool("two")], "2026-09-01T04:00:00Z")
+    writer.commit()
+    small = site_of(writer, tmp_path / "small")
+    writer.observe("c", [tool("three")], "2026-10-01T03:00:00Z")
+    writer.observe("a", [tool("one"), tool("four")], "2026-10-02T03:00:00Z")
+    writer.commit()
+    return writer, small, site_of(writer, tmp_path / "big")
+
+
+def test_growth_is_accepted_with_a_consistency_proof(
+    grown: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, small, big = grown
+    home = tmp_path / "home"
+    served.show(small)
+    assert isinstance(_look(served, writer, "cd" * 32, home), NeverRecorded)
+    served.show(big)
+    digest = entries(writer.path)[3]["digests"]["surface"]
+    found = _look(served, writer, digest, home)
+    assert isinstance(found, Recorded) and found.checkpoint_size == 4
+    assert load(home, ORIGIN).checkpoint == (big / "checkpoint").read_text()
+
+
+def test_rolled_back_log_is_distrusted_until_reset(
+    grown: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, small, big = grown
+    home = tmp_path / "home"
+    served.show(big)
+    _look(served, writer, "cd" * 32, home)
+    served.show(small)
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, "cd" * 32, home)
+    assert caught.value.kind == "rollback"
+    assert "rolled back" in caught.value.message
+    kept = load(home, ORIGIN)
+    assert kept.distrusted is not None and kept.distrusted.kind == "rollback"
+    assert kept.distrusted.checkpoint == (small / "checkpoint").read_text()
+    # The good log again: still refused, before anything is fetched.
+    served.show(big)
+    with pytest.raises(LogProblem) as again:
+        _look(served, writer, "cd" * 32, home)
+    assert again.value.kind == "distrusted"
+    assert f"toolpin log trust --reset {ORIGIN}" in (again.value.advice or "")
+
+
+def _forked_pair(tmp_path: Path) -> tuple[LogWriter, Path, Path]:
+    """Two logs signed by one key, the same size, different entries."""
+    first = LogWriter(tmp_path / "one")
+    second = LogWriter(tmp_path / "two")
+    for writer, name in ((first, "honest"), (second, "shown-to-one-user")):
+        writer.observe("a", [tool("one")], "2026-09-01T03:00:00Z")
+        writer.observe(name, [tool("two")], "2026-09-01T04:00:00Z")
+        writer.commit()
+    return first, site_of(first, tmp_path / "s1"), site_of(second, tmp_path / "s2")
+
+
+def test_fork_same_size_other_root(forked: Any, served: Served, tmp_path: Path) -> None:
+    writer, one, two = forked
+    assert (one / "checkpoint").read_text() != (two / "checkpoint").read_text()
+    home = tmp_path / "home"
+    served.show(one)
+    _look(served, writer, "cd" * 32, home)
+    served.show(two)
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, "cd" * 32, home)
+    assert caught.value.kind == "fork"
+    assert "size 2" in caught.value.message
+    assert load(home, ORIGIN).distrusted is not None
+
+
+def test_fork_that_grew_is_proven_from_its_tiles(
+    forked: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, one, _ = forked
+    other = LogWriter(tmp_path / "three")
+    other.observe("a", [tool("one")], "2026-09-01T03:00:00Z")
+    other.observe("someone-else", [tool("two")], "2026-09-01T04:00:00Z")
+    other.observe("c", [tool("three")], "2026-09-02T04:00:00Z")
+    other.commit()
+    grown = site_of(other, tmp_path / "s3")
+    home = tmp_path / "home"
+    served.show(one)
+    _look(served, writer, "cd" * 32, home)
+    served.show(grown)
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, "cd" * 32, home)
+    assert caught.value.kind == "fork"
+    assert "does not extend checkpoint 2" in caught.value.message
+
+
+def _flip(path: Path, offset: int = 5) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    replace_file(path, bytes(data))
+
+
+def test_tampered_tile_is_named_and_does_not_distrust(
+    three: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, site, logged = three
+    served.show(site)
+    _flip(served.folder / "tile/0/000.p/4")
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, logged[3]["digests"]["surface"], tmp_path / "home")
+    assert caught.value.kind == "tampered"
+    assert load(tmp_path / "home", ORIGIN).distrusted is None
+    served.show(site)
+    assert isinstance(
+        _look(served, writer, logged[3]["digests"]["surface"], tmp_path / "home"), Recorded
+    )
+
+
+def test_tampered_tile_during_growth_is_not_called_a_fork(
+    grown: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, small, big = grown
+    home = tmp_path / "home"
+    served.show(small)
+    _look(served, writer, "cd" * 32, home)
+    served.show(big)
+    _flip(served.folder / "tile/0/000.p/4", 2 * 32 + 5)  # leaf 2: in the consistency proof
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, "cd" * 32, home)
+    assert caught.value.kind == "tampered"
+    assert load(home, ORIGIN).distrusted is None
+
+
+def _rewrite_bucket(folder: Path, prefix: str, rows: list[dict[str, Any]]) -> None:
+    path = folder / f"api/v1/digests/{prefix}.json"
+    bucket = json.loads(path.read_bytes())
+    bucket["digests"] = rows
+    replace_file(path, rfc8785.dumps(bucket))
+
+
+def test_bucket_that_lies_is_not_believed(three: Any, served: Served, tmp_path: Path) -> None:
+    writer, site, logged = three
+    served.show(site)
+    real = logged[3]["digests"]["surface"]
+    fake = real[:3] + "0" * 61
+    # The bucket says entry 3 recorded `fake`; entry 3 records `real`.
+    _rewrite_bucket(
+        served.folder,
+        real[:3],
+        [{"digest": fake, "kind": "surface", "entries": [3]}],
+    )
+    assert isinstance(_look(served, writer, fake, tmp_path / "home"), NeverRecorded)
+    # And a bucket that names a checkpoint not in this log is refused.
+    path = served.folder / f"api/v1/digests/{real[:3]}.json"
+    bucket = json.loads(path.read_bytes())
+    bucket["checkpoint"]["root"] = "A" * 43 + "="
+    replace_file(path, rfc8785.dumps(bucket))
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, fake, tmp_path / "home")
+    assert caught.value.kind == "tampered"
+
+
+def test_digest_prefix_collision(served: Served, tmp_path: Path) -> None:
+    writer = LogWriter(tmp_path / "log")
+    seen: dict[str, str] = {}
+    pair: tuple[str, str] | None = None
+    from site_helpers import snapshot
+
+    for n in range(5000):
+        digest = snapshot([tool(f"t{n}")]).surface_hash()
+        if digest[:3] in seen:
+            pair = (seen[digest[:3]], f"t{n}")
+            break
+        seen[digest[:3]] = f"t{n}"
+    assert pair is not None
+    writer.observe("first", [tool(pair[0])], "2026-09-01T03:00:00Z")
+    writer.observe("second", [tool(pair[1])], "2026-09-02T03:00:00Z")
+    writer.commit()
+    site = site_of(writer, tmp_path / "site")
+    logged = entries(writer.path)
+    d0, d1 = (e["digests"]["surface"] for e in logged)
+    assert d0[:3] == d1[:3] and d0 != d1
+    bucket = json.loads((site / f"api/v1/digests/{d0[:3]}.json").read_bytes())
+    assert {row["digest"] for row in bucket["digests"] if row["kind"] == "surface"} == {d0, d1}
+    served.show(site)
+    home = tmp_path / "home"
+    assert _look(served, writer, d0, home).entry_index == 0
+    assert _look(served, writer, d1, home).entry_index == 1
+    assert isinstance(_look(served, writer, d0[:3] + "f" * 61, home), NeverRecorded)
+
+
+def test_bad_signature(three: Any, served: Served, tmp_path: Path) -> None:
+    _, site, _ = three
+    served.show(site)
+    other = Signer.from_seed(ORIGIN, b"\x07" * 32).verifier.text
+    with pytest.raises(LogProblem) as caught:
+        look_up(LogRef(served.url, other), "ab" * 32, home=tmp_path / "h", allow_private=True)
+    assert caught.value.kind == "bad-signature"
+
+
+def test_unreachable_log_and_loopback_refused_by_default(three: Any, tmp_path: Path) -> None:
+    writer, _, _ = three
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    ref = LogRef(f"http://127.0.0.1:{port}/", writer.vkey)
+    with pytest.raises(LogProblem) as caught:
+        look_up(ref, "ab" * 32, home=tmp_path / "h", timeout=0.5, allow_private=True)
+    assert caught.value.kind == "unreachable"
+    assert caught.value.message == "the log cannot be reached (the checkpoint)"
+    with pytest.raises(LogProblem) as refused:
+        look_up(ref, "ab" * 32, home=tmp_path / "h", timeout=0.5, allow_private=False)
+    assert refused.value.kind == "unreachable"
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TOOLPIN_HOME": str(home), "PYTHONPATH": "src"}
+    return subprocess.run(
+        [sys.executable, "-m", "toolpin", "log", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_cli_lookup_exit_codes_and_trust_reset(forked: Any, served: Served, tmp_path: Path) -> None:
+    writer, one, two = forked
+    home = tmp_path / "home"
+    vkey = tmp_path / "log.vkey"
+    vkey.write_text(writer.vkey + "\n", encoding="utf-8")
+    digest = entries(writer.path)[1]["digests"]["surface"]
+    served.show(one)
+    base = ["lookup", "--log", served.url, "--vkey", str(vkey), "--allow-private"]
+    found = _cli(home, *base, digest)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.startswith("publicly recorded since 2026-09-01 (entry 1, verified")
+    missing = _cli(home, *base, "--json", "ab" * 32)
+    assert missing.returncode == 1
+    assert json.loads(missing.stdout) == {
+        "recorded": False,
+        "origin": ORIGIN,
+        "checkpoint_size": 2,
+    }
+    served.show(two)
+    forked = _cli(home, *base, digest)
+    assert forked.returncode == 2
+    assert forked.stderr.startswith("toolpin: the log is forked")
+    assert "Traceback" not in forked.stderr
+    served.show(one)
+    refused = _cli(home, *base, "--json", digest)
+    assert refused.returncode == 2
+    assert json.loads(refused.stdout)["problem"] == "distrusted"
+    shown = _cli(home, "trust", ORIGIN)
+    assert shown.returncode == 1 and "distrusted: a fork was detected" in shown.stdout
+    reset = _cli(home, "trust", "--reset", ORIGIN)
+    assert reset.returncode == 0
+    assert reset.stdout == (
+        f"forgot the kept checkpoint of {ORIGIN} (it was distrusted: fork); "
+        "the next lookup starts over\n"
+    )
+    assert not state_path(home, ORIGIN).exists()
+    assert _cli(home, *base, digest).returncode == 0
+    assert _cli(home, "trust", ORIGIN).stdout.startswith(f"kept checkpoint 2 of {ORIGIN}")
+
+
+def test_bad_digest_is_input_error(forked: Any, served: Served, tmp_path: Path) -> None:
+    writer, one, _ = forked
+    served.show(one)
+    result = _cli(tmp_path / "h", "lookup", "--log", served.url, "--vkey", writer.vkey, "xyz")
+    assert result.returncode == 2
+    assert result.stderr.startswith("toolpin: a digest is 64 hex digits")
+
+
+def test_index_newer_than_the_checkpoint(grown: Any, served: Served, tmp_path: Path) -> None:
+    writer, small, big = grown
+    served.show(small)
+    shutil.rmtree(served.folder / "api/v1/digests")
+    shutil.copytree(big / "api/v1/digests", served.folder / "api/v1/digests")
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, "cd" * 32, tmp_path / "home")
+    assert caught.value.kind == "tampered"
+    assert "newer than the log serves" in caught.value.message
+
+
+def test_concurrent_lookups_share_one_kept_checkpoint(
+    grown: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, small, big = grown
+    home = tmp_path / "home"
+    served.show(small)
+    assert isinstance(_look(served, writer, "cd" * 32, home), NeverRecorded)
+    served.show(big)
+    env = {**os.environ, "TOOLPIN_HOME": str(home), "PYTHONPATH": "src"}
+    args = ["lookup", "--log", served.url, "--vkey", writer.vkey, "--allow-private", "cd" * 32]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "toolpin", "log", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outputs = [run.communicate(timeout=60) for run in runs]
+    assert [run.returncode for run in runs] == [1, 1, 1, 1], outputs
+    assert all(out.startswith("never recorded") for out, _ in outputs)
+    kept = load(home, ORIGIN)
+    assert kept.checkpoint == (big / "checkpoint").read_text() and kept.distrusted is None
