@@ -78,8 +78,6 @@ def run_command(
     if argv and argv[0] == "--":
         argv = argv[1:]
     if url is not None:
-        if log_url is not None or vkey is not None or require_public:
-            raise click.UsageError("--log, --vkey and --require-public go with a server command")
         if argv:
             raise click.UsageError("give either --url or a server command after --, not both")
         from toolpin.remote.start import run_remote_proxy
@@ -93,6 +91,9 @@ def run_command(
             quiet=quiet,
             lock=lock,
             only_locked=only_locked,
+            log=log_url,
+            vkey=vkey,
+            require_public=require_public,
         )
     if headers or transport != "auto":
         raise click.UsageError("--header and --transport go with --url")
