@@ -163,6 +163,11 @@ def test_require_public_refuses_a_surface_the_log_never_recorded(
     detail = reply["error"]["data"]["detail"]
     assert "require-public" in detail and public_log.origin in detail
     assert reply["error"]["data"]["log"]["status"] == "never-recorded"
+    assert reply["error"]["data"]["review"] == (
+        f"toolpin log lookup --log {public_log.url} "
+        f"--vkey {public_log.vkey.read_text().strip()} "
+        f"{proxy_snapshot(UNSEEN).surface_hash()}"
+    )
     assert "Only you" not in json.dumps(reply)
     assert proxy.close() == 2
     assert not server.calls()  # nothing reached the server but toolpin's own check
@@ -267,7 +272,9 @@ def test_the_config_file_names_the_log_for_every_wrapped_entry(
     toolpin_home: Path, tmp_path: Path, public_log: PublicLog
 ) -> None:
     toolpin_home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    config = {"log": {"url": public_log.url, "vkey": str(public_log.vkey), "require-public": True}}
+    # a relative key file is read from TOOLPIN_HOME; its last line is the key
+    (toolpin_home / "log.vkey").write_text("# the log's key\n" + public_log.vkey.read_text())
+    config = {"log": {"url": public_log.url, "vkey": "log.vkey", "require-public": True}}
     (toolpin_home / "config.json").write_text(json.dumps(config), encoding="utf-8")
     server = Scripted(tmp_path / "srv", tools=UNSEEN)
     proxy = start(toolpin_home, server)  # no extra argument
@@ -286,7 +293,8 @@ def test_the_environment_names_the_log(
     toolpin_home: Path, tmp_path: Path, public_log: PublicLog
 ) -> None:
     server = Scripted(tmp_path / "srv", tools=V1)
-    env = {"TOOLPIN_LOG": public_log.url, "TOOLPIN_LOG_VKEY": str(public_log.vkey)}
+    key_text = public_log.vkey.read_text().strip()  # the key itself, not a file
+    env = {"TOOLPIN_LOG": public_log.url, "TOOLPIN_LOG_VKEY": key_text}
     proxy = start(toolpin_home, server, **env)
     assert "result" in proxy.initialize()
     assert proxy.close() == 0

@@ -20,7 +20,7 @@ vkey_option = click.option(
     "--vkey",
     default=None,
     metavar="FILE",
-    help="The verifier key of --log (a file, as `toolpin log` writes it).",
+    help="The verifier key of --log: a file holding it (last line used), or the key text.",
 )
 require_public_option = click.option(
     "--require-public",

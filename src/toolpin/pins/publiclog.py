@@ -50,16 +50,23 @@ class LogSettings:
     """The log to consult and the policy, resolved from flags, environment and config."""
 
     url: str
-    vkey_path: str
+    vkey: str
+    """A file holding the verifier key (its last non-empty line), or the key text."""
     require_public: bool = False
     source: str = "--log"
     """Where the setting came from (for a message about a bad key file)."""
+    base: str | None = None
+    """The folder a relative key file is read from (``TOOLPIN_HOME`` for the config file)."""
 
     def ref(self) -> LogRef:
         """The log as :func:`toolpin.evidence.look_up` takes it (reads the key file)."""
         from toolpin.evidence import LogRef
 
-        path = Path(self.vkey_path).expanduser()
+        path = Path(self.vkey).expanduser()
+        if not path.is_absolute() and self.base is not None:
+            path = Path(self.base) / path
+        if "+" in self.vkey and not path.is_file():
+            return LogRef(url=self.url, vkey=self.vkey.strip())  # the key text itself
         try:
             with path.open("rb") as handle:
                 data = handle.read(MAX_VKEY + 1)
@@ -69,12 +76,12 @@ class LogSettings:
                 advice=f"check the key file named by {self.source}",
             ) from None
         try:
-            text = data.decode("ascii").strip()
+            lines = [x.strip() for x in data.decode("ascii").splitlines() if x.strip()]
         except UnicodeDecodeError:
-            text = ""
-        if not text or len(data) > MAX_VKEY or "\n" in text:
-            raise InputError(f"{path} is not a log verifier key (one line of note-format text)")
-        return LogRef(url=self.url, vkey=text)
+            lines = []
+        if not lines or len(data) > MAX_VKEY:
+            raise InputError(f"{path} holds no log verifier key (its last line is the key)")
+        return LogRef(url=self.url, vkey=lines[-1])
 
 
 def settings(
@@ -116,10 +123,7 @@ def settings(
     policy = config.get("require-public", False)
     if not isinstance(policy, bool):
         raise InputError(f'{where}: "require-public" must be true or false')
-    key_path = Path(key_value).expanduser()
-    if not key_path.is_absolute():
-        key_path = home / key_path
-    return LogSettings(url_value, str(key_path), require or policy, where)
+    return LogSettings(url_value, key_value, require or policy, where, str(home))
 
 
 def _config(home: Path) -> dict[str, Any]:
@@ -192,6 +196,17 @@ class Evidence:
         if self.found is None:
             return self.line()
         return f"{subject} {'are' if self.recorded else 'were'} {self.line()}"
+
+    def lookup_command(self) -> str:
+        """The command that asks the log again, for a person to run (the -31043
+        ``review`` member of a require-public refusal)."""
+        import shlex
+
+        key = self.settings.ref().vkey  # the key text: public, and no path to resolve
+        return (
+            f"toolpin log lookup --log {shlex.quote(self.settings.url)} "
+            f"--vkey {shlex.quote(key)} {self.digest}"
+        )
 
     def refusal(self) -> str | None:
         """Why ``require-public`` refuses this digest, or ``None`` when it does not

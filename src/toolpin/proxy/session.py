@@ -283,6 +283,7 @@ class Session:
         self._review_unsaved: str | None = None  # why a blocked change could not be stored
         self._unverified_reason = ""
         self._evidence: Evidence | None = None  # the public log's answer (with --log)
+        self._review: str | None = None  # the data.review of a require-public refusal
         if self._pinned is not None:
             self._index_pin(self._pinned)
 
@@ -685,7 +686,8 @@ class Session:
         if self._pinned is None:
             evidence = self._look_up(observed)
             refusal = evidence.refusal() if evidence is not None else None
-            if refusal is not None:
+            if evidence is not None and refusal is not None:
+                self._review = evidence.lookup_command()  # nothing is pending to review
                 self._unverified(refusal)
                 return
             try:
@@ -769,7 +771,7 @@ class Session:
         return {
             "reason": reason,
             "server": self.options.server_id,
-            "review": self.options.source.review_hint(),
+            "review": self._review or self.options.source.review_hint(),
             "changes": change_keys(drift) if drift is not None else [],
             **(
                 {"command": self.options.command_diff.to_json()}
