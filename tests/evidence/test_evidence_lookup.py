@@ -16,6 +16,7 @@ import rfc8785
 from evidence_helpers import Served, entries, replace_file, site_of, versions_log
 from site_helpers import ORIGIN, LogWriter, tool
 
+from toolpin.errors import StoreError
 from toolpin.evidence import (
     LogProblem,
     LogRef,
@@ -406,3 +407,57 @@ def test_concurrent_lookups_share_one_kept_checkpoint(
     assert all(out.startswith("never recorded") for out, _ in outputs)
     kept = load(home, ORIGIN)
     assert kept.checkpoint == (big / "checkpoint").read_text() and kept.distrusted is None
+
+
+def test_log_that_never_answers_times_out(three: Any, tmp_path: Path) -> None:
+    writer, _, _ = three
+    with socket.socket() as sock:  # accepts connections (the backlog), never answers
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        ref = LogRef(f"http://127.0.0.1:{sock.getsockname()[1]}/", writer.vkey)
+        with pytest.raises(LogProblem) as caught:
+            look_up(ref, "ab" * 32, home=tmp_path / "h", timeout=0.3, allow_private=True)
+    assert caught.value.kind == "unreachable"
+    assert caught.value.message == "the log did not answer in time (the checkpoint)"
+
+
+def test_state_file_not_written_by_toolpin_fails_closed(
+    three: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, site, _ = three
+    served.show(site)
+    home = tmp_path / "home"
+    _look(served, writer, "ab" * 32, home)
+    path = state_path(home, ORIGIN)
+    path.write_text('{"origin": "somewhere/else"}', encoding="utf-8")
+    with pytest.raises(StoreError):
+        _look(served, writer, "ab" * 32, home)
+    # A kept checkpoint the pinned key did not sign (another key, same origin).
+    other = LogWriter(tmp_path / "other", key=Signer.from_seed(ORIGIN, b"\x09" * 32))
+    other.observe("x", [tool("x")], "2026-09-01T03:00:00Z")
+    other.commit()
+    path.write_text(
+        json.dumps({"origin": ORIGIN, "checkpoint": (other.path / "checkpoint").read_text()}),
+        encoding="utf-8",
+    )
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, "ab" * 32, home)
+    assert caught.value.kind == "bad-signature"
+
+
+def test_distrusted_log_is_refused_before_any_request(
+    forked: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, one, two = forked
+    home = tmp_path / "home"
+    served.show(one)
+    _look(served, writer, "ab" * 32, home)
+    served.show(two)
+    with pytest.raises(LogProblem):
+        _look(served, writer, "ab" * 32, home)
+    before = served.requests
+    unreachable = LogRef("http://127.0.0.1:9/", writer.vkey)
+    with pytest.raises(LogProblem) as caught:
+        look_up(unreachable, "ab" * 32, home=home, allow_private=True)
+    assert caught.value.kind == "distrusted"
+    assert served.requests == before

@@ -92,12 +92,28 @@ def keygen(origin: str, out: str) -> int:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
-    """Audit a log: signature, every entry, tile and blob, the root, and --since."""
+    """Audit a log: signature, entries, tiles, blobs, root, --since and a site's index.
+
+    In a published copy of the site (a folder with api/v1/digests/), also that the digest
+    index lists exactly the digests of the log's entries."""
+    import dataclasses
+
+    from toolpin.core.render import counted
     from toolpin.publog.verify import verify_log
 
     since_text = _read_text(since, "the kept checkpoint") if since else None
     verifier = _verifier(vkey)
     result = verify_log(log_dir, verifier, since_text)
+    buckets: int | None = None
+    if result.ok and result.checkpoint is not None:
+        from toolpin.site.digests import audit_digests, has_digests
+
+        if has_digests(Path(log_dir)):
+            problem, buckets = audit_digests(Path(log_dir), result.checkpoint)
+            if problem is not None:
+                result = dataclasses.replace(
+                    result, ok=False, exit_code=1, reason=f"the digest index: {problem}"
+                )
     if as_json:
         from toolpin.core.render import safe_json
 
@@ -114,6 +130,7 @@ def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
                     "entries_checked": result.entries,
                     "blobs_checked": result.blobs,
                     "since_size": result.since_size,
+                    "digest_buckets_checked": buckets,
                 }
             )
         )
@@ -123,6 +140,8 @@ def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
     if result.ok:
         assert result.checkpoint is not None
         click.echo(f"ok: {result.reason}")
+        if buckets is not None:
+            click.echo(f"digest index: {counted(buckets, 'bucket')} match the log")
         click.echo(f"origin {result.checkpoint.origin}")
         click.echo(f"size {result.checkpoint.size}")
         click.echo(f"root {result.checkpoint.root_b64}")

@@ -69,7 +69,8 @@ class Recorded:
     checkpoint_size: int
     entry_index: int
     recorded_at: str
-    """ISO UTC of the first entry that recorded this digest."""
+    """ISO UTC of the first entry that recorded this digest ("" if that entry has no
+    well-formed time)."""
     versions: tuple[tuple[str | None, str], ...]
     """(server version, first recorded ISO) of this server's other, earlier versions."""
 
@@ -240,7 +241,9 @@ def _bucket(
         digest, kind, entries = row.get("digest"), row.get("kind"), row.get("entries")
         if not isinstance(digest, str) or not isinstance(entries, list):
             raise bad
-        if not digest.startswith(prefix) or kind not in KIND_MEMBERS:
+        if not DIGEST.fullmatch(digest) or not digest.startswith(prefix):
+            raise bad
+        if kind not in KIND_MEMBERS:
             raise bad
         if any(type(i) is not int or not 0 <= i < size for i in entries):
             raise bad
@@ -310,8 +313,9 @@ def describe(found: Recorded | NeverRecorded) -> str:
         return (
             f"never recorded in {found.origin} (checked against checkpoint {found.checkpoint_size})"
         )
+    since = f" since {found.recorded_at[:10]}" if found.recorded_at else ""
     line = (
-        f"publicly recorded since {found.recorded_at[:10]} (entry {found.entry_index}, "
+        f"publicly recorded{since} (entry {found.entry_index}, "
         f"verified against checkpoint {found.checkpoint_size} of {found.origin})"
     )
     if found.versions:

@@ -6,6 +6,8 @@
 * ``servers/<id>.json`` — one server's history: per version the log index, leaf hash,
   time, window, digests, counts, label keys and the proof and entry bundle paths;
 * ``stats.json`` — changes, servers changed and servers first recorded in 24 h / 7 d / 30 d;
+* ``digests/<p>.json`` — the private lookup index, one bucket per 3-hex-digit digest prefix
+  (:mod:`toolpin.site.digests`);
 * ``schema/<name>.schema.json`` (JSON Schema 2020-12) per file and ``openapi.json``.
 
 Nothing from crawl state's free text (errors, homepages, descriptions) is in any file.
@@ -356,6 +358,38 @@ SCHEMAS: Final[dict[str, dict[str, Any]]] = {
         },
         "additionalProperties": False,
     },
+    "digests": {
+        "$schema": _SCHEMA_ID,
+        "title": "api/v1/digests/{prefix}.json",
+        "description": "One bucket of the private lookup index: every surface and tools-set "
+        "digest whose first 3 hex digits are the prefix, with the entries that recorded it "
+        "(RFC 8785 JSON). A hint only: confirm a hit from the entry and its inclusion proof.",
+        "type": "object",
+        "required": ["checkpoint", "prefix", "digests"],
+        "properties": {
+            "checkpoint": _CHECKPOINT,
+            "prefix": {"type": "string", "pattern": "^[0-9a-f]{3}$"},
+            "digests": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["digest", "kind", "entries"],
+                    "properties": {
+                        "digest": _HEX64,
+                        "kind": {"enum": ["surface", "tools"]},
+                        "entries": {
+                            "type": "array",
+                            "minItems": 1,
+                            "uniqueItems": True,
+                            "items": {"type": "integer", "minimum": 0},
+                        },
+                    },
+                    "additionalProperties": False,
+                },
+            },
+        },
+        "additionalProperties": False,
+    },
 }
 
 
@@ -386,6 +420,25 @@ def openapi() -> dict[str, Any]:
             "schema": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
         }
     ]
+    bucket_path = get(
+        "One bucket of the private lookup index: the digests that begin with the prefix",
+        "digests",
+    )
+    bucket_path["get"]["description"] = (
+        "Ask for the bucket of a digest's first 3 hex digits, never for the digest: the host "
+        "learns one of 4,096 prefixes (k-anonymity). Every prefix has a file (an empty bucket "
+        "too). A bucket is an untrusted hint: confirm a hit by reading the entry from the tiles "
+        "and verifying its inclusion proof against a checkpoint you verified; a miss is only as "
+        "complete as the index (`toolpin log verify` audits it against the log)."
+    )
+    bucket_path["get"]["parameters"] = [
+        {
+            "name": "prefix",
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", "pattern": "^[0-9a-f]{3}$"},
+        }
+    ]
     return {
         "openapi": "3.1.0",
         "info": {
@@ -399,5 +452,6 @@ def openapi() -> dict[str, Any]:
             "/servers.json": get("Every server in the log", "servers"),
             "/servers/{id}.json": server_path,
             "/stats.json": get("Changes in the last 24 hours, 7 days and 30 days", "stats"),
+            "/digests/{prefix}.json": bucket_path,
         },
     }

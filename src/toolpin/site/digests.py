@@ -58,6 +58,7 @@ __all__ = [
     "buckets",
     "has_digests",
     "prefixes",
+    "recorded",
     "write_digests",
 ]
 
@@ -138,7 +139,7 @@ def _log_digests(folder: Path, size: int) -> tuple[list[Recorded], list[bytes]]:
     return found, leaves
 
 
-def _read_bucket(path: Path, rel: str) -> Any:
+def _read_bucket(path: Path, rel: str) -> tuple[Any, bytes]:
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_BUCKET_BYTES + 1)
@@ -150,7 +151,7 @@ def _read_bucket(path: Path, rel: str) -> Any:
         raise _Problem(f"{rel} is larger than {MAX_BUCKET_BYTES} bytes")
     try:
         return json.loads(data), data
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than JSON needs
         raise _Problem(f"{rel} is not JSON") from None
 
 
