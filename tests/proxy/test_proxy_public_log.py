@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -343,3 +344,53 @@ def test_without_a_log_the_start_path_never_imports_the_evidence_package() -> No
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_forked_log_is_named_and_then_distrusted(toolpin_home: Path, tmp_path: Path) -> None:
+    """Two logs under one key and one size with different roots: after the first is seen,
+    the second is a fork. The pin goes on (inform only) with the fork named; from then on
+    the log is distrusted, and require-public refuses."""
+    sites = []
+    for i, first in enumerate((V1, UNSEEN)):
+        writer = LogWriter(tmp_path / f"log{i}")
+        record(writer, "calc", first, "2026-11-20T03:00:00Z")
+        record(writer, "other", [tool("ping")], "2026-11-20T04:00:00Z")
+        writer.commit()
+        out = tmp_path / f"site{i}"
+        build_site(writer.path, Verifier.from_text(writer.vkey), out, now=parse_now(NOW))
+        sites.append(out)
+    key = tmp_path / "log.vkey"
+    key.write_text(writer.vkey + "\n", encoding="utf-8")
+    folder = tmp_path / "served"
+    shutil.copytree(sites[0], folder)
+    server, url = serve(folder)
+    options = ["--log", url, "--vkey", str(key)]
+    try:
+        one = start(toolpin_home, Scripted(tmp_path / "one", tools=V1), *options)
+        one.initialize()
+        assert one.close() == 0
+        assert "publicly recorded since 2026-11-20" in one.stderr
+
+        shutil.rmtree(folder)
+        shutil.copytree(sites[1], folder)  # the same size, another root
+        two = start(toolpin_home, Scripted(tmp_path / "two", tools=V2), *options)
+        assert "result" in two.initialize()  # inform only: the session goes on
+        assert two.close() == 0
+        said = [x for x in two.stderr.splitlines() if "public log" in x]
+        assert len(said) == 1 and "is not trusted (fork)" in said[0], two.stderr
+
+        three = start(toolpin_home, Scripted(tmp_path / "three", tools=V1), *options)
+        three.initialize()
+        assert three.close() == 0
+        assert "is not trusted (distrusted)" in three.stderr
+
+        strict = start(
+            toolpin_home, Scripted(tmp_path / "four", tools=V1), *options, "--require-public"
+        )
+        refused = strict.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+        assert refused["error"]["code"] == -31043
+        assert refused["error"]["data"]["log"]["problem"] == "distrusted"
+        assert strict.close() == 2
+    finally:
+        server.shutdown()
+        server.server_close()
