@@ -383,6 +383,7 @@ def test_a_forked_log_is_named_and_then_distrusted(toolpin_home: Path, tmp_path:
         three.initialize()
         assert three.close() == 0
         assert "is not trusted (distrusted)" in three.stderr
+        assert "run `toolpin log trust --reset log.example/toolpin-site-test`" in three.stderr
 
         strict = start(
             toolpin_home, Scripted(tmp_path / "four", tools=V1), *options, "--require-public"

@@ -260,7 +260,8 @@ def _problem_line(log: LogSettings, exc: Any) -> str:
     kind = str(getattr(exc, "kind", "unreachable"))
     if kind == "unreachable":
         return f"the public log at {where} could not be checked: {visible(exc.message)}"
-    return f"the public log at {where} is not trusted ({kind}): {visible(exc.message)}"
+    advice = f". {visible(exc.advice)}" if getattr(exc, "advice", None) else ""
+    return f"the public log at {where} is not trusted ({kind}): {visible(exc.message)}{advice}"
 
 
 class PublicCheck:
