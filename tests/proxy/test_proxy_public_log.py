@@ -333,6 +333,27 @@ def test_a_bad_config_file_refuses_show_with_one_line(toolpin_home: Path, tmp_pa
     assert "config.json" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_with_a_log_a_matched_session_never_imports_the_evidence_package(
+    tmp_path: Path,
+) -> None:
+    """The session's log handle reads the key, and imports the lookup only to look up."""
+    key = tmp_path / "log.vkey"
+    key.write_text("# a key\nlog.example/x+01234567+AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=\n")
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from toolpin.proxy.start import public_check\n"
+        f"check = public_check({str(tmp_path)!r}, ('http://127.0.0.1:9/', {str(key)!r}, False))\n"
+        "assert check is not None and not isinstance(check, str), check\n"
+        "print(sorted(m for m in sys.modules if m.startswith('toolpin.evidence')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
 def test_without_a_log_the_start_path_never_imports_the_evidence_package() -> None:
     code = (
         "import sys, toolpin.__main__, toolpin.proxy.start, toolpin.proxy.session\n"

@@ -62,11 +62,16 @@ class LogSettings:
         """The log as :func:`toolpin.evidence.look_up` takes it (reads the key file)."""
         from toolpin.evidence import LogRef
 
+        return LogRef(url=self.url, vkey=self.key_text())
+
+    def key_text(self) -> str:
+        """The verifier key's text: the file's last non-empty line, or the value itself
+        (an :class:`InputError` when the file cannot be read). Imports nothing."""
         path = Path(self.vkey).expanduser()
         if not path.is_absolute() and self.base is not None:
             path = Path(self.base) / path
         if "+" in self.vkey and not path.is_file():
-            return LogRef(url=self.url, vkey=self.vkey.strip())  # the key text itself
+            return self.vkey.strip()  # the key text itself
         try:
             with path.open("rb") as handle:
                 data = handle.read(MAX_VKEY + 1)
@@ -81,7 +86,7 @@ class LogSettings:
             lines = []
         if not lines or len(data) > MAX_VKEY:
             raise InputError(f"{path} holds no log verifier key (its last line is the key)")
-        return LogRef(url=self.url, vkey=lines[-1])
+        return lines[-1]
 
 
 def settings(
@@ -202,7 +207,7 @@ class Evidence:
         ``review`` member of a require-public refusal)."""
         import shlex
 
-        key = self.settings.ref().vkey  # the key text: public, and no path to resolve
+        key = self.settings.key_text()  # the key text: public, and no path to resolve
         return (
             f"toolpin log lookup --log {shlex.quote(self.settings.url)} "
             f"--vkey {shlex.quote(key)} {self.digest}"
@@ -267,8 +272,9 @@ def _problem_line(log: LogSettings, exc: Any) -> str:
 class PublicCheck:
     """The proxy's handle on a configured log: :meth:`check` at a first pin or a block.
 
-    Built after the server is spawned: it imports :mod:`toolpin.evidence` and reads the
-    key while the server boots, so the lookup itself is all that is left at the verdict.
+    Built after the server is spawned: it reads the key (a bad key file refuses the
+    server before anything is decided) and imports nothing more; :mod:`toolpin.evidence`
+    is imported at the first :meth:`check`, so a session whose pin matches pays nothing.
     """
 
     def __init__(self, log: LogSettings, home: Path, *, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -276,14 +282,15 @@ class PublicCheck:
         self.home = home
         self.timeout = timeout
         self.require_public = log.require_public
-        self._ref = log.ref()  # a bad key file stops here, before anything is decided
+        self._key = log.key_text()  # a bad key file stops here, before anything is decided
 
     def check(self, digest: str) -> Evidence:
         """The log's answer for ``digest``; a log fault is an :class:`Evidence` problem."""
-        from toolpin.evidence import LogProblem, look_up
+        from toolpin.evidence import LogProblem, LogRef, look_up
 
         try:
-            found = look_up(self._ref, digest, kind="surface", home=self.home, timeout=self.timeout)
+            ref = LogRef(url=self.log.url, vkey=self._key)
+            found = look_up(ref, digest, kind="surface", home=self.home, timeout=self.timeout)
         except LogProblem as exc:
             return Evidence(self.log, digest, None, _problem_line(self.log, exc), exc.kind)
         except ToolpinError as exc:  # e.g. an unusable key: said in toolpin's words
