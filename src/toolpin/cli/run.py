@@ -40,6 +40,15 @@ from toolpin.cli.remote_options import header_option, transport_option
 @header_option
 @transport_option
 @log_options
+@click.option(
+    "--accept-public-after",
+    "accept_after",
+    default=None,
+    type=click.IntRange(1, 3650),
+    metavar="DAYS",
+    help="Accept a change the log recorded at least DAYS ago whose labels aim at nothing "
+    "the model reads (audited); every other change still waits for a person.",
+)
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
 def run_command(
     name: str | None,
@@ -53,6 +62,7 @@ def run_command(
     log_url: str | None,
     vkey: str | None,
     require_public: bool,
+    accept_after: int | None,
     command: tuple[str, ...],
 ) -> int:
     """Sit in front of an MCP server: pin on first run, verify on every later one.
@@ -94,6 +104,7 @@ def run_command(
             log=log_url,
             vkey=vkey,
             require_public=require_public,
+            accept_after=accept_after,
         )
     if headers or transport != "auto":
         raise click.UsageError("--header and --transport go with --url")
@@ -111,4 +122,5 @@ def run_command(
         log=log_url,
         vkey=vkey,
         require_public=require_public,
+        accept_after=accept_after,
     )

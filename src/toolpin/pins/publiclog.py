@@ -23,15 +23,16 @@ path stays light.
 
 from __future__ import annotations
 
+import datetime
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from toolpin.errors import InputError, ToolpinError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from toolpin.evidence import LogRef, NeverRecorded, Recorded
 
@@ -41,6 +42,31 @@ ENV_REQUIRE: Final = "TOOLPIN_REQUIRE_PUBLIC"
 CONFIG_FILE: Final = "config.json"
 MAX_CONFIG: Final = 64 << 10
 MAX_VKEY: Final = 4 << 10
+MIN_DAYS: Final = 1
+MAX_DAYS: Final = 3650
+ACCEPTABLE_KINDS: Final = frozenset(
+    {
+        "wording",
+        "removed",
+        "field-removed",
+        "field-type",
+        "member-changed",
+        "schema-changed",
+        "schema-tightened",
+        "schema-widened",
+        "output-schema",
+        "possible-rename",
+        "new-field",
+        "new-argument",
+        "new-tool",
+        "new-prompt",
+        "new-resource",
+        "new-resource-template",
+    }
+)
+"""The change labels ``accept-public-after`` may accept (an allow-list: a new label, an
+instruction to the model, secrets or credential paths, hidden characters, a new link, a
+permission-hint flip or a new server name always wait for a person)."""
 DEFAULT_TIMEOUT: Final = 3.0
 """Seconds a lookup may take (the proxy waits for it only at a first pin or a block)."""
 
@@ -57,6 +83,9 @@ class LogSettings:
     """Where the setting came from (for a message about a bad key file)."""
     base: str | None = None
     """The folder a relative key file is read from (``TOOLPIN_HOME`` for the config file)."""
+    accept_after: int | None = None
+    """``accept-public-after DAYS``: a change recorded at least this long is accepted when
+    its labels aim at nothing the model reads (:data:`ACCEPTABLE_KINDS`)."""
 
     def ref(self) -> LogRef:
         """The log as :func:`toolpin.evidence.look_up` takes it (reads the key file)."""
@@ -95,8 +124,38 @@ def settings(
     url: str | None = None,
     vkey: str | None = None,
     require_public: bool = False,
+    accept_after: int | None = None,
 ) -> LogSettings | None:
     """The log to consult, or ``None`` when none is configured.
+
+    ``accept_after`` (else the config file's ``accept-public-after``) is the
+    ``accept-public-after DAYS`` policy. Raises :class:`InputError` as :func:`_settings`
+    does, and for ``accept-public-after`` without a log or not a whole number of days.
+    """
+    found = _settings(home, url=url, vkey=vkey, require_public=require_public)
+    if accept_after is None:
+        days = _config(home).get("accept-public-after")
+        if days is not None and not (type(days) is int and MIN_DAYS <= days <= MAX_DAYS):
+            raise InputError(
+                f'{home / CONFIG_FILE}: "accept-public-after" must be a whole number of days '
+                f"({MIN_DAYS} to {MAX_DAYS})"
+            )
+        accept_after = days
+    if accept_after is None:
+        return found
+    if found is None:
+        raise InputError("accept-public-after needs a log to check: give --log URL --vkey FILE")
+    return replace(found, accept_after=accept_after)
+
+
+def _settings(
+    home: Path,
+    *,
+    url: str | None = None,
+    vkey: str | None = None,
+    require_public: bool = False,
+) -> LogSettings | None:
+    """The log to consult and ``require-public``, or ``None`` when no log is configured.
 
     Raises :class:`InputError` for half a setting (a URL without its key, or the
     reverse), an unreadable or malformed config file, or ``require-public`` without a log.
@@ -156,7 +215,7 @@ def _config(home: Path) -> dict[str, Any]:
         return {}
     if not isinstance(log, dict):
         raise InputError(f'{path}: "log" must be an object')
-    unknown = sorted(set(log) - {"url", "vkey", "require-public"})
+    unknown = sorted(set(log) - {"url", "vkey", "require-public", "accept-public-after"})
     if unknown:
         raise InputError(f'{path}: unknown member "log.{visible_key(unknown[0])}"')
     return log
@@ -212,6 +271,29 @@ class Evidence:
             f"toolpin log lookup --log {shlex.quote(self.settings.url)} "
             f"--vkey {shlex.quote(key)} {self.digest}"
         )
+
+    def recorded_days(self, now: datetime.datetime) -> int | None:
+        """Whole days since the log first recorded this digest (``None``: not recorded,
+        or no readable time)."""
+        from toolpin.evidence import Recorded
+
+        if not isinstance(self.found, Recorded):
+            return None
+        try:
+            since = datetime.datetime.fromisoformat(self.found.recorded_at.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if since.tzinfo is None:
+            return None
+        return (now - since).days
+
+    def acceptable(self, kinds: Sequence[str], now: datetime.datetime) -> bool:
+        """Whether ``accept-public-after`` accepts a change with these label keys."""
+        days = self.settings.accept_after
+        if days is None or not kinds or not set(kinds) <= ACCEPTABLE_KINDS:
+            return False
+        recorded = self.recorded_days(now)
+        return recorded is not None and recorded >= days
 
     def refusal(self) -> str | None:
         """Why ``require-public`` refuses this digest, or ``None`` when it does not

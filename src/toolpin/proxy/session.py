@@ -32,6 +32,7 @@ The import path stays light: no ``mcp``, ``pydantic`` or ``rich``.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import json
 import os
@@ -734,7 +735,48 @@ class Session:
             )
             self._release()
             return
+        if self._accepts_public(drift, observed):
+            return
         self._block(drift, observed, mid_session=False)
+
+    def _accepts_public(self, drift: Drift, observed: Snapshot) -> bool:
+        """``accept-public-after DAYS``: a change at connect that the public log recorded
+        at least DAYS ago, whose labels are all on the allow-list (nothing aimed at the
+        model), becomes the pin with an audit record and a stderr line; True when it did
+        (or when the store failed, which stops the session)."""
+        public = self.options.public
+        if public is None or public.log.accept_after is None:
+            return False
+        if self.options.command_change is not None:
+            return False
+        from toolpin.core.drift import change_keys
+
+        evidence = self._look_up(observed)
+        kinds = [kind for change in change_keys(drift) for kind in change["kinds"]]
+        now = datetime.datetime.now(datetime.UTC)
+        if evidence is None or not evidence.acceptable(kinds, now):
+            return False
+        found = evidence.to_json()
+        keys: tuple[str, ...] = ("origin", "checkpoint_size", "entry_index")
+        log: dict[str, Any] = {k: found[k] for k in keys if k in found}
+        try:
+            accepted = self.options.source.accept_recorded(observed, drift, log)
+        except Exception as exc:  # any store fault fails closed, cleanly
+            self._store_failed(exc, "accepting the change", mid_session=False)
+            return True
+        if not accepted:
+            return False
+        self._pinned = observed
+        self._index_pin(observed)
+        self._log(
+            f"toolpin: {visible(self.options.label)}: accepted a change "
+            f"({counted(len(drift.changes), 'definition')}, {', '.join(sorted(set(kinds)))}) "
+            f"by accept-public-after {public.log.accept_after}: "
+            f"{evidence.about('the new definitions')} "
+            f"({observed.surface_hash()[:12]}; the audit log records it)"
+        )
+        self._release()
+        return True
 
     def _accepts_subset(self) -> bool:
         return self.options.source.accepts_subset

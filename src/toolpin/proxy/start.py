@@ -46,6 +46,7 @@ def run_proxy(
     log: str | None = None,
     vkey: str | None = None,
     require_public: bool = False,
+    accept_after: int | None = None,
 ) -> int:
     """Run ``toolpin run`` for ``argv``; returns the exit code.
 
@@ -55,9 +56,10 @@ def run_proxy(
 
     ``log`` and ``vkey`` (or the environment, or ``TOOLPIN_HOME/config.json``) name a
     public log to consult at a first pin and at a block (:mod:`toolpin.pins.publiclog`);
-    ``require_public`` refuses a first pin the log never recorded.
+    ``require_public`` refuses a first pin the log never recorded; ``accept_after``
+    (days) accepts a change the log recorded that long, aimed at nothing the model reads.
     """
-    wanted = (log, vkey, require_public)
+    wanted: Wanted = (log, vkey, require_public, accept_after)
     command_id = server_id(argv)
     label = name if name else default_label(argv)
     if lock is not None or only_locked:
@@ -122,18 +124,21 @@ def run_proxy(
     return run(options, SubprocessChannel(proc))
 
 
-def public_check(
-    home: str, wanted: tuple[str | None, str | None, bool]
-) -> PublicCheck | str | None:
+Wanted = tuple[str | None, str | None, bool, int | None]
+"""``--log``, ``--vkey``, ``--require-public`` and ``--accept-public-after`` as given."""
+
+
+def public_check(home: str, wanted: Wanted) -> PublicCheck | str | None:
     """The public log to consult, ``None`` for none, or why the setting cannot be used.
 
     Nothing is imported unless a flag, the environment or a config file may name a log.
     """
-    log, vkey, require = wanted
+    log, vkey, require, days = wanted
     if not (
         log is not None
         or vkey is not None
         or require
+        or days is not None
         or any(os.environ.get(name) for name in _LOG_ENV)
         or os.path.exists(os.path.join(home, "config.json"))
     ):
@@ -143,7 +148,7 @@ def public_check(
     from toolpin.pins.publiclog import PublicCheck, settings
 
     try:
-        found = settings(Path(home), url=log, vkey=vkey, require_public=require)
+        found = settings(Path(home), url=log, vkey=vkey, require_public=require, accept_after=days)
         return None if found is None else PublicCheck(found, Path(home))
     except ToolpinError as exc:
         return exc.diagnostics()
@@ -283,7 +288,7 @@ def _run_locked(
     label: str,
     timeout: float,
     quiet: bool,
-    wanted: tuple[str | None, str | None, bool] = (None, None, False),
+    wanted: Wanted = (None, None, False, None),
 ) -> int:
     """Run the proxy with a team lock entry as the pin (no trust on first use)."""
     from toolpin.core.render import visible

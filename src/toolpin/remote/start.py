@@ -45,9 +45,10 @@ def run_remote_proxy(
     log: str | None = None,
     vkey: str | None = None,
     require_public: bool = False,
+    accept_after: int | None = None,
 ) -> int:
     """Run ``toolpin run --url URL``; returns the exit code. ``log``, ``vkey`` and
-    ``require_public`` as for :func:`toolpin.proxy.start.run_proxy`."""
+    ``require_public``, ``accept_after`` as for :func:`toolpin.proxy.start.run_proxy`."""
     from toolpin.core.render import visible
     from toolpin.pins.serverid import remote_server_id
     from toolpin.remote.target import make_target
@@ -90,7 +91,7 @@ def run_remote_proxy(
             from toolpin.proxy.start import _store_refusal
 
             return _store_refusal(label, sid, exc.diagnostics())
-    public = public_check(_home(), (log, vkey, require_public))
+    public = public_check(_home(), (log, vkey, require_public, accept_after))
     if isinstance(public, str):
         return _log_refusal(label, sid, public)
     options = session_options(label, sid, source, timeout=timeout, quiet=quiet, public=public)
