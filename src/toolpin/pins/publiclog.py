@@ -56,8 +56,6 @@ ACCEPTABLE_KINDS: Final = frozenset(
         "schema-widened",
         "output-schema",
         "possible-rename",
-        "new-field",
-        "new-argument",
         "new-tool",
         "new-prompt",
         "new-resource",
@@ -66,7 +64,8 @@ ACCEPTABLE_KINDS: Final = frozenset(
 )
 """The change labels ``accept-public-after`` may accept (an allow-list: a new label, an
 instruction to the model, secrets or credential paths, hidden characters, a new link, a
-permission-hint flip or a new server name always wait for a person)."""
+permission-hint flip, a new server name, and a new input field or argument of an existing
+tool (a channel for what the model is asked to send) always wait for a person)."""
 DEFAULT_TIMEOUT: Final = 3.0
 """Seconds a lookup may take (the proxy waits for it only at a first pin or a block)."""
 
