@@ -100,6 +100,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # HOME, here and in a test that gives a subprocess a HOME of its own.
     for name in (*XDG_FOLDERS, "TOOLPIN_HOME"):
         os.environ.pop(name, None)
+    # A public log configured in the developer's environment would be consulted by every
+    # proxy a test starts: the tests that want one name it themselves.
+    for name in ("TOOLPIN_LOG", "TOOLPIN_LOG_VKEY", "TOOLPIN_REQUIRE_PUBLIC"):
+        os.environ.pop(name, None)
     os.environ.update(
         {
             "HOME": str(home),

@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "util": set(),
     "report": {"core"},
     "lockfile": {"core", "util"},
-    "pins": {"core", "lockfile", "util"},
+    "pins": {"core", "evidence", "lockfile", "util"},
     "packages": {"core", "util"},
     "probe": {"core", "util"},
     "offline": {"core", "lockfile", "report", "util"},

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 import click
 
 from toolpin.cli._output import echo_lines, stdout_color
+from toolpin.cli.log_options import log_option, vkey_option
 
 if TYPE_CHECKING:
     from toolpin.core.render import Line
+    from toolpin.pins.publiclog import Evidence
     from toolpin.team.lock import LockReport
 
 
@@ -63,6 +65,8 @@ if TYPE_CHECKING:
     type=click.IntRange(1, 32),
     help="Servers started at once.",
 )
+@log_option
+@vkey_option
 def lock_command(
     config: str,
     out: str,
@@ -72,11 +76,15 @@ def lock_command(
     timeout: float,
     client_capabilities: str | None,
     concurrency: int,
+    log_url: str | None,
+    vkey: str | None,
 ) -> int:
     """Lock every local server of a shared config: definitions and package versions.
 
     Starts each server, reads what the model would read (no tool is called), stops it.
     With --check, exits 1 on any difference from the lock (0 when all match).
+    With a public log (--log URL --vkey FILE, or the configured one) each server's
+    locked definitions are looked up in it.
     """
     from toolpin.team import lock as teamlock
 
@@ -106,19 +114,47 @@ def lock_command(
     )
     if check:
         report = teamlock.check(Path(config), Path(out), options)
+        evidence = _evidence(report, Path(out), log_url, vkey)
         if as_json:
             from toolpin.core.render import safe_json
 
-            click.echo(safe_json(teamlock.check_json(report)))
+            doc = teamlock.check_json(report)
+            if evidence is not None:
+                for server in doc["servers"]:
+                    found = evidence.get(server["name"])
+                    server["log"] = found.to_json() if found is not None else None
+            click.echo(safe_json(doc))
         else:
-            echo_lines(check_lines(report), color=stdout_color())
+            echo_lines(check_lines(report, evidence), color=stdout_color())
         return 0 if report.ok else 1
     report = teamlock.lock(Path(config), Path(out), options)
-    echo_lines(lock_lines(report, out), color=stdout_color())
+    evidence = _evidence(report, None, log_url, vkey)
+    echo_lines(lock_lines(report, out, evidence), color=stdout_color())
     return 0 if report.ok else 1
 
 
-def _outcome_lines(report: LockReport, *, full: bool = False) -> list[Line]:
+def _evidence(
+    report: LockReport, lock_path: Path | None, log_url: str | None, vkey: str | None
+) -> dict[str, Evidence] | None:
+    """What the configured public log says about each server's locked definitions:
+    those just locked, or (``lock_path``, for --check) those the lock holds."""
+    from toolpin.pins.publiclog import evidence_each
+    from toolpin.util.fs import toolpin_home
+
+    if lock_path is not None:
+        from toolpin.lockfile.native import read_lock
+
+        locked = read_lock(lock_path).servers
+        entries = {o.name: locked[o.name] for o in report.outcomes if o.name in locked}
+    else:
+        entries = {o.name: o.entry for o in report.outcomes if o.entry is not None}
+    digests = {name: entry.snapshot.surface_hash() for name, entry in entries.items()}
+    return evidence_each(toolpin_home(), digests, url=log_url, vkey=vkey)
+
+
+def _outcome_lines(
+    report: LockReport, *, full: bool = False, evidence: dict[str, Evidence] | None = None
+) -> list[Line]:
     """Each server's outcome; ``full`` (``--check``) adds the whole diff of a change, as
     the proxy's block report prints it."""
     from toolpin.core.render import Line, visible
@@ -128,6 +164,14 @@ def _outcome_lines(report: LockReport, *, full: bool = False) -> list[Line]:
     for outcome in report.outcomes:
         style = None if outcome.ok else ("bad" if outcome.status != "failed" else "medium")
         lines.append(Line(f"{visible(outcome.name)}: {visible(outcome.message)}", style))
+        found = evidence.get(outcome.name) if evidence is not None else None
+        if found is not None:
+            lines.append(
+                Line(
+                    f"  log: {found.about('the locked definitions')}",
+                    None if found.recorded else "medium",
+                )
+            )
         if outcome.drift is not None:
             lines.extend(review_lines(outcome.drift) if full else summary(outcome.drift))
         lines.extend(
@@ -140,10 +184,12 @@ def _outcome_lines(report: LockReport, *, full: bool = False) -> list[Line]:
     return lines
 
 
-def lock_lines(report: LockReport, out: str) -> list[Line]:
+def lock_lines(
+    report: LockReport, out: str, evidence: dict[str, Evidence] | None = None
+) -> list[Line]:
     from toolpin.core.render import Line, counted
 
-    lines = _outcome_lines(report)
+    lines = _outcome_lines(report, evidence=evidence)
     if report.wrote:
         lines += [
             Line(f"wrote {out}"),
@@ -171,10 +217,10 @@ def lock_lines(report: LockReport, out: str) -> list[Line]:
     return lines
 
 
-def check_lines(report: LockReport) -> list[Line]:
+def check_lines(report: LockReport, evidence: dict[str, Evidence] | None = None) -> list[Line]:
     from toolpin.core.render import Line, counted
 
-    lines = _outcome_lines(report, full=True)
+    lines = _outcome_lines(report, full=True, evidence=evidence)
     differ = [o for o in report.outcomes if not o.ok and o.status != "failed"]
     failed = [o for o in report.outcomes if o.status == "failed"]
     total = len(report.outcomes)

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from toolpin.cli._output import echo_lines, stdout_color
+from toolpin.cli.log_options import log_option, log_options, vkey_option
 
 if TYPE_CHECKING:
     from toolpin.core.render import Line
     from toolpin.core.snapshot import Snapshot
+    from toolpin.pins.publiclog import Evidence
     from toolpin.pins.store import PinRecord
 
 
@@ -129,25 +131,52 @@ def _snapshot_lines(snap: Snapshot, indent: str = "  ") -> list[Line]:
     return lines
 
 
+def _evidence(digest: str, log_url: str | None, vkey: str | None, **kw: Any) -> Evidence | None:
+    """What the configured public log says about ``digest`` (``None``: no log)."""
+    from toolpin.pins.publiclog import evidence_for
+
+    return evidence_for(_store().home, digest, url=log_url, vkey=vkey, **kw)
+
+
+def _evidence_lines(evidence: Evidence | None, what: str) -> list[Line]:
+    from toolpin.core.render import Line
+
+    if evidence is None:
+        return []
+    return [Line(f"log: {evidence.about(what)}", None if evidence.recorded else "medium")]
+
+
 @click.command("show")
 @_ID_ARGUMENT
 @_NAME_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def show_command(server_id: str | None, name: str | None, as_json: bool) -> int:
-    """Show what is pinned for one server (ID: its id or a unique prefix, 4+ hex)."""
+@log_option
+@vkey_option
+def show_command(
+    server_id: str | None, name: str | None, as_json: bool, log_url: str | None, vkey: str | None
+) -> int:
+    """Show what is pinned for one server (ID: its id or a unique prefix, 4+ hex).
+
+    With a public log (--log URL --vkey FILE, or the configured one) it also says
+    whether the log recorded the pinned definitions."""
     from toolpin.core.render import Line, visible
 
     record = _load(server_id, name)
+    evidence = _evidence(record.snapshot.surface_hash(), log_url, vkey)
     if as_json:
         from toolpin.core.render import safe_json
 
-        click.echo(safe_json(_record_json(record, full=True)))
+        out = _record_json(record, full=True)
+        if evidence is not None:
+            out["log"] = evidence.to_json()
+        click.echo(safe_json(out))
         return 0
     snap = record.snapshot
     lines = [
         Line(visible(record.label), "header"),
         Line(f"pinned {record.pinned_at}"),
         Line(f"surface {snap.surface_hash()}"),
+        *_evidence_lines(evidence, "the pinned definitions"),
     ]
     if record.command is not None:
         lines.append(Line(_command_text(record.command), "dim"))
@@ -169,11 +198,16 @@ def show_command(server_id: str | None, name: str | None, as_json: bool) -> int:
 @click.command("review")
 @_ID_ARGUMENT
 @_NAME_OPTION
-def review_command(server_id: str | None, name: str | None) -> int:
+@log_option
+@vkey_option
+def review_command(
+    server_id: str | None, name: str | None, log_url: str | None, vkey: str | None
+) -> int:
     """Show the change waiting for review, labelled, with the full diff.
 
     ID is the server's id or a unique prefix of it (4+ hex); --name NAME finds it by
-    the name it was started with.
+    the name it was started with. With a public log (--log URL --vkey FILE, or the
+    configured one) it says whether the log recorded the new definitions.
     """
     from toolpin.core.render import visible
     from toolpin.report.review import pending_review
@@ -182,6 +216,7 @@ def review_command(server_id: str | None, name: str | None) -> int:
     if record.pending is None:
         click.echo(f"nothing pending for {visible(record.label)}")
         return 0
+    evidence = _evidence(record.pending.digest, log_url, vkey)
     lines = pending_review(
         label=record.label,
         server_id=record.id,
@@ -193,6 +228,9 @@ def review_command(server_id: str | None, name: str | None) -> int:
         observed=record.pending.snapshot,
         command_lines=_command_lines(record.command, record.pending.command),
     )
+    extra = _evidence_lines(evidence, "the new definitions")
+    if extra:
+        lines = [*lines[:3], *extra, *lines[3:]]
     echo_lines(lines, color=stdout_color())
     return 0
 
@@ -229,12 +267,34 @@ def _command_lines(approved: Any, now: Any) -> list[Line]:
     metavar="DIGEST",
     help="Approve only if the waiting change is this one (as printed by review).",
 )
-def approve_command(server_id: str | None, name: str | None, expect: str | None) -> int:
+@log_options
+def approve_command(
+    server_id: str | None,
+    name: str | None,
+    expect: str | None,
+    log_url: str | None,
+    vkey: str | None,
+    require_public: bool,
+) -> int:
     """Accept the change waiting for review: it becomes the pin (ID: its id or a unique
-    prefix, 4+ hex)."""
-    from toolpin.core.render import visible
+    prefix, 4+ hex).
 
-    record = _store().approve(_resolve(server_id, name), expect=expect)
+    With --require-public (or the configured policy) a change the public log never
+    recorded, or a log that cannot be checked, is not approved (exit 2)."""
+    from toolpin.core.render import visible
+    from toolpin.pins.publiclog import approval_refused
+
+    sid = _resolve(server_id, name)
+    pending = _store().require(sid).pending
+    if pending is not None:
+        evidence = _evidence(pending.digest, log_url, vkey, require_public=require_public)
+        refused = approval_refused(evidence)
+        if refused is not None:
+            raise refused
+        if evidence is not None:
+            click.echo(f"log: {evidence.about('the new definitions')}")
+            expect = expect if expect is not None else pending.digest  # what was checked
+    record = _store().approve(sid, expect=expect)
     click.echo(f"re-pinned {visible(record.label)} at {record.snapshot.surface_hash()[:12]}")
     return 0
 

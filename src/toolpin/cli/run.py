@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from toolpin.cli.log_options import log_options
 from toolpin.cli.remote_options import header_option, transport_option
 
 
@@ -38,6 +39,16 @@ from toolpin.cli.remote_options import header_option, transport_option
 )
 @header_option
 @transport_option
+@log_options
+@click.option(
+    "--accept-public-after",
+    "accept_after",
+    default=None,
+    type=click.IntRange(1, 3650),
+    metavar="DAYS",
+    help="Accept a change the log recorded at least DAYS ago whose labels aim at nothing "
+    "the model reads (audited); every other change still waits for a person.",
+)
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
 def run_command(
     name: str | None,
@@ -48,6 +59,10 @@ def run_command(
     url: str | None,
     headers: tuple[str, ...],
     transport: str,
+    log_url: str | None,
+    vkey: str | None,
+    require_public: bool,
+    accept_after: int | None,
     command: tuple[str, ...],
 ) -> int:
     """Sit in front of an MCP server: pin on first run, verify on every later one.
@@ -61,6 +76,10 @@ def run_command(
 
     \b
     toolpin run --name docs --url https://example.com/mcp --header 'X-Api-Key: ${env:KEY}'
+
+    With --log URL --vkey FILE (or TOOLPIN_LOG and TOOLPIN_LOG_VKEY, or
+    TOOLPIN_HOME/config.json) a first pin and a block say whether the public log
+    recorded these exact definitions; --require-public refuses a first pin it never did.
     """
     argv = list(command)
     if argv and argv[0] != "--" and argv[0].startswith("-"):
@@ -82,6 +101,10 @@ def run_command(
             quiet=quiet,
             lock=lock,
             only_locked=only_locked,
+            log=log_url,
+            vkey=vkey,
+            require_public=require_public,
+            accept_after=accept_after,
         )
     if headers or transport != "auto":
         raise click.UsageError("--header and --transport go with --url")
@@ -90,5 +113,14 @@ def run_command(
     from toolpin.proxy.start import run_proxy
 
     return run_proxy(
-        argv, name=name, timeout=timeout, quiet=quiet, lock=lock, only_locked=only_locked
+        argv,
+        name=name,
+        timeout=timeout,
+        quiet=quiet,
+        lock=lock,
+        only_locked=only_locked,
+        log=log_url,
+        vkey=vkey,
+        require_public=require_public,
+        accept_after=accept_after,
     )

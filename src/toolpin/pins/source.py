@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from toolpin.core.drift import Drift
     from toolpin.core.snapshot import Snapshot
 
@@ -34,6 +36,11 @@ class PinSource(Protocol):
 
     def record_drift(self, snapshot: Snapshot, drift: Drift, *, mid_session: bool) -> None:
         """Store the blocked observation for review."""
+
+    def accept_recorded(self, snapshot: Snapshot, drift: Drift, log: Mapping[str, Any]) -> bool:
+        """Make a change the public log recorded long enough the pin, without a person
+        (``accept-public-after``), with an audit record; False when this source never
+        does (a team lock changes in a pull request) or cannot now."""
 
     def block_message(self, *, mid_session: bool) -> str:
         """The one-line message sent to the client with -31042."""

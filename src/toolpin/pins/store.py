@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -467,6 +467,54 @@ class PinStore:
             self._write(record)
             return record
 
+    def accept_recorded(
+        self, server_id: str, observed: Snapshot, drift: Drift, log: Mapping[str, Any]
+    ) -> PinRecord | None:
+        """Make ``observed`` the pin without a person: the ``accept-public-after`` policy
+        found it publicly recorded long enough, its changes aimed at nothing the model
+        reads. The audit log records a ``drift`` and an ``approve`` naming the policy and
+        the log's entry (``log``: label keys and numbers only). ``None`` when the pin
+        moved meanwhile (another process), so the caller blocks as usual."""
+        from toolpin.core.drift import change_keys
+
+        with self.lock(server_id):
+            current = self.load(server_id)
+            if current is None or current.pending is not None:
+                return None
+            previous = current.snapshot.surface_hash()
+            surface = observed.surface_hash()
+            self._audit(
+                "drift",
+                {
+                    "server": server_id,
+                    "label": current.label,
+                    "pinned": previous,
+                    "observed": surface,
+                    "midSession": False,
+                    "changes": change_keys(drift),
+                },
+            )
+            self._audit(
+                "approve",
+                {
+                    "server": server_id,
+                    "label": current.label,
+                    "previous": previous,
+                    "surface": surface,
+                    "by": "accept-public-after",
+                    "log": dict(log),
+                },
+            )
+            record = PinRecord(
+                id=server_id,
+                label=current.label,
+                pinned_at=audit.now_iso(),
+                snapshot=observed,
+                command=current.command,
+            )
+            self._write(record)
+            return record
+
     def require(self, server_id: str) -> PinRecord:
         """The pin of a server; :class:`InputError` (exit 2) when there is none."""
         record = self.load(server_id)
@@ -580,6 +628,17 @@ class StorePinSource:
         record, created = self.store.pin_first(self.server_id, self.label, snapshot, self.command)
         self.record = record
         return record.snapshot, created
+
+    def accept_recorded(self, snapshot: Snapshot, drift: Drift, log: Mapping[str, Any]) -> bool:
+        """Make a publicly recorded change the pin (the ``accept-public-after`` policy);
+        False when it cannot be (a changed command, or the pin moved meanwhile)."""
+        if self.command_change is not None:
+            return False
+        record = self.store.accept_recorded(self.server_id, snapshot, drift, log)
+        if record is None:
+            return False
+        self.record = record
+        return True
 
     def record_drift(self, snapshot: Snapshot, drift: Drift, *, mid_session: bool) -> None:
         """Keep the blocked observation as pending for ``toolpin review``."""

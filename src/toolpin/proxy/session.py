@@ -32,6 +32,7 @@ The import path stays light: no ``mcp``, ``pydantic`` or ``rich``.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import json
 import os
@@ -71,6 +72,7 @@ from toolpin.proxy.known_page import KnownPages
 if TYPE_CHECKING:
     from toolpin.core.argvdiff import ArgvDiff
     from toolpin.core.drift import Drift
+    from toolpin.pins.publiclog import Evidence, PublicCheck
     from toolpin.pins.source import PinSource
 
 READ_SIZE: Final = 1 << 16
@@ -109,6 +111,8 @@ class ProxyOptions:
     by ``--name``): the session blocks for review like any drift."""
     command_diff: ArgvDiff | None = None
     """The word diff of the two (redacted) commands, for the report and the -31042 data."""
+    public: PublicCheck | None = None
+    """A public log to consult at a first pin and at a block (``--log``); ``None``: none."""
 
 
 _JS_SAFE: Final = 1 << 53
@@ -279,6 +283,8 @@ class Session:
         self._report_path: str | None = None
         self._review_unsaved: str | None = None  # why a blocked change could not be stored
         self._unverified_reason = ""
+        self._evidence: Evidence | None = None  # the public log's answer (with --log)
+        self._review: str | None = None  # the data.review of a require-public refusal
         if self._pinned is not None:
             self._index_pin(self._pinned)
 
@@ -679,6 +685,12 @@ class Session:
             return
         source = self.options.source
         if self._pinned is None:
+            evidence = self._look_up(observed)
+            refusal = evidence.refusal() if evidence is not None else None
+            if evidence is not None and refusal is not None:
+                self._review = evidence.lookup_command()  # nothing is pending to review
+                self._unverified(refusal)
+                return
             try:
                 pinned, created = source.pin_first(observed)
             except Exception as exc:  # any store fault fails closed, cleanly
@@ -691,6 +703,8 @@ class Session:
                     f"pinned {_counts(observed)} for {self.options.label} "
                     f"({observed.surface_hash()[:12]})"
                 )
+                if evidence is not None:
+                    self._note(f"{self.options.label}: {evidence.line()}")
                 self._release()
                 return
         if self.options.command_change is not None:
@@ -721,7 +735,48 @@ class Session:
             )
             self._release()
             return
+        if self._accepts_public(drift, observed):
+            return
         self._block(drift, observed, mid_session=False)
+
+    def _accepts_public(self, drift: Drift, observed: Snapshot) -> bool:
+        """``accept-public-after DAYS``: a change at connect that the public log recorded
+        at least DAYS ago, whose labels are all on the allow-list (nothing aimed at the
+        model), becomes the pin with an audit record and a stderr line; True when it did
+        (or when the store failed, which stops the session)."""
+        public = self.options.public
+        if public is None or public.log.accept_after is None:
+            return False
+        if self.options.command_change is not None:
+            return False
+        from toolpin.core.drift import change_keys
+
+        evidence = self._look_up(observed)
+        kinds = [kind for change in change_keys(drift) for kind in change["kinds"]]
+        now = datetime.datetime.now(datetime.UTC)
+        if evidence is None or not evidence.acceptable(kinds, now):
+            return False
+        found = evidence.to_json()
+        keys: tuple[str, ...] = ("origin", "checkpoint_size", "entry_index")
+        log: dict[str, Any] = {k: found[k] for k in keys if k in found}
+        try:
+            accepted = self.options.source.accept_recorded(observed, drift, log)
+        except Exception as exc:  # any store fault fails closed, cleanly
+            self._store_failed(exc, "accepting the change", mid_session=False)
+            return True
+        if not accepted:
+            return False
+        self._pinned = observed
+        self._index_pin(observed)
+        self._log(
+            f"toolpin: {visible(self.options.label)}: accepted a change "
+            f"({counted(len(drift.changes), 'definition')}, {', '.join(sorted(set(kinds)))}) "
+            f"by accept-public-after {public.log.accept_after}: "
+            f"{evidence.about('the new definitions')} "
+            f"({observed.surface_hash()[:12]}; the audit log records it)"
+        )
+        self._release()
+        return True
 
     def _accepts_subset(self) -> bool:
         return self.options.source.accepts_subset
@@ -758,14 +813,24 @@ class Session:
         return {
             "reason": reason,
             "server": self.options.server_id,
-            "review": self.options.source.review_hint(),
+            "review": self._review or self.options.source.review_hint(),
             "changes": change_keys(drift) if drift is not None else [],
             **(
                 {"command": self.options.command_diff.to_json()}
                 if self.options.command_diff is not None and reason == REASON_DRIFT
                 else {}
             ),
+            **({"log": self._evidence.to_json()} if self._evidence is not None else {}),
         }
+
+    def _look_up(self, observed: Snapshot) -> Evidence | None:
+        """The public log's answer for the observed surface (``None`` without a log);
+        kept for the report and the error ``data``."""
+        if self.options.public is None:
+            return None
+        if self._evidence is None or self._evidence.digest != observed.surface_hash():
+            self._evidence = self.options.public.check(observed.surface_hash())
+        return self._evidence
 
     def _answer_blocked(self, id_: Any) -> None:
         if self.block_reason == "drift":
@@ -821,6 +886,7 @@ class Session:
         self._drift = drift
         self.mid_session = mid_session
         self.exit_code = EXIT_DRIFT
+        self._look_up(observed)
         try:
             self.options.source.record_drift(observed, drift, mid_session=mid_session)
         except StoreWriteError as exc:  # read fine, cannot write: still a change, unsaved
@@ -921,6 +987,13 @@ class Session:
         lines = [Line(f"  {text[0]}", "bad"), *(Line(f"  {x}") for x in text[1:])]
         return lines if drift.ok else [*lines, Line("")]
 
+    def _evidence_lines(self) -> list[Line]:
+        """What the public log says about the observed definitions (toolpin's words)."""
+        if self._evidence is None:
+            return []
+        style = None if self._evidence.recorded else "medium"
+        return [Line(f"  log: {self._evidence.about('these definitions')}", style)]
+
     def _report(self, drift: Drift, *, mid_session: bool) -> None:
         from toolpin.report.environment import environment_hints
         from toolpin.report.text import review_lines
@@ -936,6 +1009,7 @@ class Session:
             Line(f"  server: {visible(self.options.label)}"),
             Line(f"  id: {self.options.server_id}"),
             Line(f"  {self.options.source.describe_pin()}"),
+            *self._evidence_lines(),
             Line(""),
             *(self._command_lines(drift) if not mid_session else []),
             *review_lines(drift),

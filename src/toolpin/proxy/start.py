@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from toolpin.core.argvdiff import ArgvDiff
+    from toolpin.pins.publiclog import PublicCheck
     from toolpin.pins.source import PinSource
     from toolpin.proxy.session import ProxyOptions
 
@@ -42,13 +43,23 @@ def run_proxy(
     quiet: bool = False,
     lock: str | None = None,
     only_locked: bool = False,
+    log: str | None = None,
+    vkey: str | None = None,
+    require_public: bool = False,
+    accept_after: int | None = None,
 ) -> int:
     """Run ``toolpin run`` for ``argv``; returns the exit code.
 
     ``lock`` makes the team lock entry of this server the pin (:mod:`toolpin.team.lock`);
     ``only_locked`` refuses a server the lock does not list. Otherwise the local pin store
     is used (trust on first use).
+
+    ``log`` and ``vkey`` (or the environment, or ``TOOLPIN_HOME/config.json``) name a
+    public log to consult at a first pin and at a block (:mod:`toolpin.pins.publiclog`);
+    ``require_public`` refuses a first pin the log never recorded; ``accept_after``
+    (days) accepts a change the log recorded that long, aimed at nothing the model reads.
     """
+    wanted: Wanted = (log, vkey, require_public, accept_after)
     command_id = server_id(argv)
     label = name if name else default_label(argv)
     if lock is not None or only_locked:
@@ -58,7 +69,7 @@ def run_proxy(
         if isinstance(locked, int):
             return locked  # refused
         if locked is not None:
-            return _run_locked(locked, label=label, timeout=timeout, quiet=quiet)
+            return _run_locked(locked, label=label, timeout=timeout, quiet=quiet, wanted=wanted)
         # Not in the lock (and --only-locked not given): this machine's pin, as without it.
     home = _home()
     sid, named = pin_id(home, argv, name, command_id)
@@ -67,6 +78,10 @@ def run_proxy(
         return _store_refusal(label, sid, problem)
     proc = spawn_server(argv, label)
     # Everything below runs while the server boots.
+    public = public_check(home, wanted)
+    if isinstance(public, str):
+        kill_unused(proc)
+        return _log_refusal(label, sid, public)
     from pathlib import Path
 
     from toolpin.pins.store import Command, PinStore, StorePinSource
@@ -104,8 +119,54 @@ def run_proxy(
             else f"{change[0].label} ({change[0].id[:8]}) -> {change[1].label} ({change[1].id[:8]})"
         ),
         command_diff=source.command_diff,
+        public=public,
     )
     return run(options, SubprocessChannel(proc))
+
+
+Wanted = tuple[str | None, str | None, bool, int | None]
+"""``--log``, ``--vkey``, ``--require-public`` and ``--accept-public-after`` as given."""
+
+
+def public_check(home: str, wanted: Wanted) -> PublicCheck | str | None:
+    """The public log to consult, ``None`` for none, or why the setting cannot be used.
+
+    Nothing is imported unless a flag, the environment or a config file may name a log.
+    """
+    log, vkey, require, days = wanted
+    if not (
+        log is not None
+        or vkey is not None
+        or require
+        or days is not None
+        or any(os.environ.get(name) for name in _LOG_ENV)
+        or os.path.exists(os.path.join(home, "config.json"))
+    ):
+        return None
+    from pathlib import Path
+
+    from toolpin.pins.publiclog import PublicCheck, settings
+
+    try:
+        found = settings(Path(home), url=log, vkey=vkey, require_public=require, accept_after=days)
+        return None if found is None else PublicCheck(found, Path(home))
+    except ToolpinError as exc:
+        return exc.diagnostics()
+
+
+_LOG_ENV = ("TOOLPIN_LOG", "TOOLPIN_LOG_VKEY", "TOOLPIN_REQUIRE_PUBLIC")
+
+
+def _log_refusal(label: str, sid: str, why: str) -> int:
+    """Refuse a server whose public-log setting cannot be used (a half setting, an
+    unreadable key or config file): fail closed rather than run without the check."""
+    return refuse(
+        label,
+        why,
+        f"toolpin did not start {_quoted(label)}: its public-log setting could not be used. "
+        "See the server log.",
+        server=sid,
+    )
 
 
 def pin_id(home: str, argv: Sequence[str], name: str | None, command_id: str) -> tuple[str, bool]:
@@ -221,7 +282,14 @@ def not_in_lock(label: str, lock: str, *, server: str, only_locked: bool) -> int
     return None
 
 
-def _run_locked(locked: Any, *, label: str, timeout: float, quiet: bool) -> int:
+def _run_locked(
+    locked: Any,
+    *,
+    label: str,
+    timeout: float,
+    quiet: bool,
+    wanted: Wanted = (None, None, False, None),
+) -> int:
     """Run the proxy with a team lock entry as the pin (no trust on first use)."""
     from toolpin.core.render import visible
     from toolpin.proxy.channel import SubprocessChannel
@@ -232,7 +300,13 @@ def _run_locked(locked: Any, *, label: str, timeout: float, quiet: bool) -> int:
             sys.stderr.write(f"toolpin: {visible(note)}\n")
     proc = spawn_server(locked.argv, label)
     sid = locked.source.entry.server_id or server_id(locked.argv)
-    options = session_options(label, sid, locked.source, timeout=timeout, quiet=quiet)
+    public = public_check(_home(), wanted)
+    if isinstance(public, str):
+        kill_unused(proc)
+        return _log_refusal(label, sid, public)
+    options = session_options(
+        label, sid, locked.source, timeout=timeout, quiet=quiet, public=public
+    )
     return run(options, SubprocessChannel(proc))
 
 
@@ -245,6 +319,7 @@ def session_options(
     quiet: bool,
     command_change: str | None = None,
     command_diff: ArgvDiff | None = None,
+    public: PublicCheck | None = None,
 ) -> ProxyOptions:
     """A proxy session's options, with colour when stderr (where it speaks) is a terminal."""
     from toolpin.proxy.session import ProxyOptions
@@ -259,6 +334,7 @@ def session_options(
         quiet=quiet,
         command_change=command_change,
         command_diff=command_diff,
+        public=public,
     )
 
 

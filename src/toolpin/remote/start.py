@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING
 from toolpin.errors import ToolpinError
 from toolpin.proxy.start import (
     _home,
+    _log_refusal,
     lock_unusable,
     not_in_lock,
     only_locked_without_lock,
     precheck_pin,
+    public_check,
     refuse,
     session_options,
 )
@@ -40,8 +42,13 @@ def run_remote_proxy(
     quiet: bool = False,
     lock: str | None = None,
     only_locked: bool = False,
+    log: str | None = None,
+    vkey: str | None = None,
+    require_public: bool = False,
+    accept_after: int | None = None,
 ) -> int:
-    """Run ``toolpin run --url URL``; returns the exit code."""
+    """Run ``toolpin run --url URL``; returns the exit code. ``log``, ``vkey`` and
+    ``require_public``, ``accept_after`` as for :func:`toolpin.proxy.start.run_proxy`."""
     from toolpin.core.render import visible
     from toolpin.pins.serverid import remote_server_id
     from toolpin.remote.target import make_target
@@ -84,7 +91,10 @@ def run_remote_proxy(
             from toolpin.proxy.start import _store_refusal
 
             return _store_refusal(label, sid, exc.diagnostics())
-    options = session_options(label, sid, source, timeout=timeout, quiet=quiet)
+    public = public_check(_home(), (log, vkey, require_public, accept_after))
+    if isinstance(public, str):
+        return _log_refusal(label, sid, public)
+    options = session_options(label, sid, source, timeout=timeout, quiet=quiet, public=public)
     from toolpin.remote.channel import run_remote
 
     return run_remote(target, options)

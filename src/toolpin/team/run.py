@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolpin.core.render import visible
 from toolpin.errors import (
@@ -60,6 +60,10 @@ class LockPinSource:
     def pin_first(self, snapshot: Snapshot) -> tuple[Snapshot, bool]:  # pragma: no cover
         """Never called: a lock entry always exists."""
         return self.entry.snapshot, False
+
+    def accept_recorded(self, snapshot: Snapshot, drift: Drift, log: Mapping[str, Any]) -> bool:
+        """Never: a lock changes in a pull request that a person reads."""
+        return False
 
     def record_drift(self, snapshot: Snapshot, drift: Drift, *, mid_session: bool) -> None:
         """A lock is read-only; the audit log records the event (best effort)."""
