@@ -13,6 +13,7 @@ from toolpin.cli.log_options import log_option, vkey_option
 
 if TYPE_CHECKING:
     from toolpin.core.render import Line
+    from toolpin.pins.lockproofs import ProofCheck
     from toolpin.pins.publiclog import Evidence
     from toolpin.team.lock import LockReport
 
@@ -84,7 +85,8 @@ def lock_command(
     Starts each server, reads what the model would read (no tool is called), stops it.
     With --check, exits 1 on any difference from the lock (0 when all match).
     With a public log (--log URL --vkey FILE, or the configured one) each server's
-    locked definitions are looked up in it.
+    locked definitions are looked up in it, and the lock records the log's proof of each
+    one it recorded; --check verifies those proofs offline, then against the log.
     """
     from toolpin.team import lock as teamlock
 
@@ -112,48 +114,75 @@ def lock_command(
         client_capabilities=caps,
         progress=progress,
     )
+    from toolpin.util.fs import toolpin_home
+
     if check:
+        proofs = _proofs(Path(out), log_url, vkey)  # an unusable proof stops here (exit 2)
         report = teamlock.check(Path(config), Path(out), options)
         evidence = _evidence(report, Path(out), log_url, vkey)
         if as_json:
             from toolpin.core.render import safe_json
 
             doc = teamlock.check_json(report)
-            if evidence is not None:
-                for server in doc["servers"]:
+            for server in doc["servers"]:
+                if evidence is not None:
                     found = evidence.get(server["name"])
                     server["log"] = found.to_json() if found is not None else None
+                proof = proofs.get(server["name"])
+                server["proof"] = proof.to_json() if proof is not None else None
             click.echo(safe_json(doc))
         else:
-            echo_lines(check_lines(report, evidence), color=stdout_color())
+            echo_lines(check_lines(report, evidence, proofs), color=stdout_color())
         return 0 if report.ok else 1
-    report = teamlock.lock(Path(config), Path(out), options)
-    evidence = _evidence(report, None, log_url, vkey)
-    echo_lines(lock_lines(report, out, evidence), color=stdout_color())
+    from dataclasses import replace
+
+    from toolpin.pins.lockproofs import Recorder
+
+    recorder = Recorder(toolpin_home(), url=log_url, vkey=vkey)
+    report = teamlock.lock(Path(config), Path(out), replace(options, annotate=recorder))
+    lines = lock_lines(report, out, recorder.evidence)
+    if recorder.problem is not None:
+        from toolpin.core.render import Line
+
+        lines.append(Line(f"log: {recorder.problem}", "medium"))
+    echo_lines(lines, color=stdout_color())
     return 0 if report.ok else 1
 
 
+def _proofs(lock_path: Path, log_url: str | None, vkey: str | None) -> dict[str, ProofCheck]:
+    """The lock's public-log proofs, verified (none when there is no lock yet: the check
+    says so)."""
+    if not lock_path.exists():
+        return {}
+    from toolpin.lockfile.native import read_lock
+    from toolpin.pins.lockproofs import check_proofs
+    from toolpin.util.fs import toolpin_home
+
+    servers = read_lock(lock_path).servers
+    return check_proofs(servers, toolpin_home(), url=log_url, vkey=vkey, lock_path=lock_path)
+
+
 def _evidence(
-    report: LockReport, lock_path: Path | None, log_url: str | None, vkey: str | None
+    report: LockReport, lock_path: Path, log_url: str | None, vkey: str | None
 ) -> dict[str, Evidence] | None:
-    """What the configured public log says about each server's locked definitions:
-    those just locked, or (``lock_path``, for --check) those the lock holds."""
+    """What the configured public log says about each server's definitions the lock
+    holds (``lock --check``; ``lock`` asks through :class:`toolpin.pins.lockproofs.Recorder`)."""
+    from toolpin.lockfile.native import read_lock
     from toolpin.pins.publiclog import evidence_each
     from toolpin.util.fs import toolpin_home
 
-    if lock_path is not None:
-        from toolpin.lockfile.native import read_lock
-
-        locked = read_lock(lock_path).servers
-        entries = {o.name: locked[o.name] for o in report.outcomes if o.name in locked}
-    else:
-        entries = {o.name: o.entry for o in report.outcomes if o.entry is not None}
+    locked = read_lock(lock_path).servers
+    entries = {o.name: locked[o.name] for o in report.outcomes if o.name in locked}
     digests = {name: entry.snapshot.surface_hash() for name, entry in entries.items()}
     return evidence_each(toolpin_home(), digests, url=log_url, vkey=vkey)
 
 
 def _outcome_lines(
-    report: LockReport, *, full: bool = False, evidence: dict[str, Evidence] | None = None
+    report: LockReport,
+    *,
+    full: bool = False,
+    evidence: dict[str, Evidence] | None = None,
+    proofs: dict[str, ProofCheck] | None = None,
 ) -> list[Line]:
     """Each server's outcome; ``full`` (``--check``) adds the whole diff of a change, as
     the proxy's block report prints it."""
@@ -172,6 +201,9 @@ def _outcome_lines(
                     None if found.recorded else "medium",
                 )
             )
+        proof = proofs.get(outcome.name) if proofs is not None else None
+        if proof is not None:
+            lines.append(Line(f"  {proof.line()}", None if proof.consistent else "dim"))
         if outcome.drift is not None:
             lines.extend(review_lines(outcome.drift) if full else summary(outcome.drift))
         lines.extend(
@@ -217,10 +249,14 @@ def lock_lines(
     return lines
 
 
-def check_lines(report: LockReport, evidence: dict[str, Evidence] | None = None) -> list[Line]:
+def check_lines(
+    report: LockReport,
+    evidence: dict[str, Evidence] | None = None,
+    proofs: dict[str, ProofCheck] | None = None,
+) -> list[Line]:
     from toolpin.core.render import Line, counted
 
-    lines = _outcome_lines(report, full=True, evidence=evidence)
+    lines = _outcome_lines(report, full=True, evidence=evidence, proofs=proofs)
     differ = [o for o in report.outcomes if not o.ok and o.status != "failed"]
     failed = [o for o in report.outcomes if o.status == "failed"]
     total = len(report.outcomes)

@@ -16,7 +16,8 @@ One format serves ``toolpin pin`` (an offline export, one entry) and ``toolpin l
           "prompts": {...}, "resources": {... "uri" ...},
           "resourceTemplates": {... "uriTemplate" ...},
           "instructions": {"hash": "<hex>|null", "text": "...|null"},
-          "listingSha256": "<hex>"                      # raw bytes of the pinned export
+          "listingSha256": "<hex>",                     # raw bytes of the pinned export
+          "publicLog": {...}                            # team lock, optional: a log's proof
         }
       },
       "digest": "sha256:<hex>"
@@ -29,6 +30,12 @@ so that it no longer matches its own hashes is refused (:class:`LockfileError`, 
 the file is exactly as toolpin wrote it, which lets an unchanged export be checked without
 re-hashing anything. A lock whose bytes were reformatted but whose hashes still agree is
 accepted on the slow path.
+
+``publicLog`` (written by ``toolpin lock --log``) is the proof that a public log recorded
+the entry's ``surfaceHash``: a signed checkpoint, the entry's bytes and leaf hash, and the
+inclusion proof (see docs/teamlock.md). It is optional, so the format version stays 1; it
+is read here only as an object (kept in :attr:`LockEntry.extra`) and verified with the
+log's key by ``lock --check`` (:mod:`toolpin.evidence.proofs`).
 """
 
 from __future__ import annotations
@@ -61,6 +68,8 @@ ABOUT: Final = (
     "and checked against its hash when read, so edit it only with `toolpin pin` or "
     "`toolpin lock`. Review changes to this file like a dependency update."
 )
+PUBLIC_LOG: Final = "publicLog"
+"""The optional lock entry member holding a public log's proof of the entry."""
 _ZERO_DIGEST: Final = "sha256:" + "0" * 64
 _DIGEST_TAIL: Final = re.compile(rb',\n  "digest": "sha256:([0-9a-f]{64})"\n}\n\Z')
 
@@ -284,6 +293,8 @@ def entry_from_json(raw: JSONValue, *, path: Path, name: str, trusted: bool = Fa
     if package is not None and not isinstance(package, dict):
         raise _fail(path, name, "package must be an object")
     listing_sha = _str_or_none(raw, "listingSha256", path, name)
+    if PUBLIC_LOG in raw and not isinstance(raw[PUBLIC_LOG], dict):
+        raise _fail(path, name, f"{PUBLIC_LOG} must be an object")
     known_keys = {
         "source", "pinnedAt", "id", "package", "server", "surfaceHash", "instructions",
         "listingSha256", *(k.list_member for k in KINDS),

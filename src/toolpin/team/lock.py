@@ -79,6 +79,10 @@ class LockOptions:
     remote_auth: Callable[[str], Authorizer | None] | None = None
     """The stored OAuth authorization of a remote server, by its URL (``None`` when it
     has none); a remote server with no ``Authorization`` header uses it."""
+    annotate: Callable[[Mapping[str, LockEntry]], Mapping[str, LockEntry]] | None = None
+    """Called by ``lock`` with the entries observed now, before the lock is written;
+    returns them as they are to be written (``lock --log`` adds each recorded entry's
+    public-log proof, :class:`toolpin.pins.lockproofs.Recorder`)."""
 
     def env(self) -> Mapping[str, str]:
         return self.environ if self.environ is not None else dict(os.environ)
@@ -275,6 +279,8 @@ def lock(config_path: Path, lock_path: Path, opts: LockOptions | None = None) ->
         outcomes = list(pool.map(one, config.servers))
         outcomes += pool.map(lambda r: _lock_remote(r, opts), config.remotes)
     entries = {o.name: o.entry for o in outcomes if o.entry is not None}
+    if opts.annotate is not None and entries:
+        entries = dict(opts.annotate(entries))
     wrote = False
     with _mutex(lock_path):
         if lock_path.exists():
