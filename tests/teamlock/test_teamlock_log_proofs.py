@@ -108,6 +108,10 @@ def _locked_with_proof(project: Project, servers: Servers, log: Published) -> Lo
     log.publish(writer, {"a": other("one"), "notes": snap, "b": other("two")})
     written = project.toolpin("lock", "--log", log.url, "--vkey", log.key)
     assert written.code == 0, written.err
+    lines = written.out.splitlines()
+    at = lines.index("notes: locked (2 tools)")
+    assert lines[at + 2] == (f"  proof: recorded in the lock (entry 1 in checkpoint 3 of {ORIGIN})")
+    assert "proof:" not in lines[lines.index("mine: locked (1 tool)") + 2]
     return writer
 
 
@@ -154,7 +158,7 @@ def test_lock_records_the_proof_and_check_verifies_it_offline(
     assert offline.code == 0, offline.err
     assert (
         f"  proof: entry 1 in checkpoint 3 of {ORIGIN}, verified offline; "
-        "consistency with the log not proven (the log cannot be reached (the checkpoint))"
+        "consistency with the log not proven: the log cannot be reached (the checkpoint)"
     ) in offline.out.splitlines()
 
     as_json = project.toolpin("lock", "--check", "--json", "--log", log.url, "--vkey", log.key)

@@ -12,6 +12,8 @@ from toolpin.cli._output import echo_lines, stdout_color
 from toolpin.cli.log_options import log_option, vkey_option
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from toolpin.core.render import Line
     from toolpin.pins.lockproofs import ProofCheck
     from toolpin.pins.publiclog import Evidence
@@ -140,7 +142,7 @@ def lock_command(
 
     recorder = Recorder(toolpin_home(), url=log_url, vkey=vkey)
     report = teamlock.lock(Path(config), Path(out), replace(options, annotate=recorder))
-    lines = lock_lines(report, out, recorder.evidence)
+    lines = lock_lines(report, out, recorder.evidence, recorder.recorded)
     if recorder.problem is not None:
         from toolpin.core.render import Line
 
@@ -182,7 +184,7 @@ def _outcome_lines(
     *,
     full: bool = False,
     evidence: dict[str, Evidence] | None = None,
-    proofs: dict[str, ProofCheck] | None = None,
+    proofs: Mapping[str, str] | None = None,
 ) -> list[Line]:
     """Each server's outcome; ``full`` (``--check``) adds the whole diff of a change, as
     the proxy's block report prints it."""
@@ -203,7 +205,7 @@ def _outcome_lines(
             )
         proof = proofs.get(outcome.name) if proofs is not None else None
         if proof is not None:
-            lines.append(Line(f"  {proof.line()}", None if proof.consistent else "dim"))
+            lines.append(Line(f"  {proof}"))
         if outcome.drift is not None:
             lines.extend(review_lines(outcome.drift) if full else summary(outcome.drift))
         lines.extend(
@@ -217,11 +219,14 @@ def _outcome_lines(
 
 
 def lock_lines(
-    report: LockReport, out: str, evidence: dict[str, Evidence] | None = None
+    report: LockReport,
+    out: str,
+    evidence: dict[str, Evidence] | None = None,
+    proofs: Mapping[str, str] | None = None,
 ) -> list[Line]:
     from toolpin.core.render import Line, counted
 
-    lines = _outcome_lines(report, evidence=evidence)
+    lines = _outcome_lines(report, evidence=evidence, proofs=proofs)
     if report.wrote:
         lines += [
             Line(f"wrote {out}"),
@@ -256,7 +261,8 @@ def check_lines(
 ) -> list[Line]:
     from toolpin.core.render import Line, counted
 
-    lines = _outcome_lines(report, full=True, evidence=evidence, proofs=proofs)
+    shown = {name: p.line() for name, p in (proofs or {}).items()}
+    lines = _outcome_lines(report, full=True, evidence=evidence, proofs=shown)
     differ = [o for o in report.outcomes if not o.ok and o.status != "failed"]
     failed = [o for o in report.outcomes if o.status == "failed"]
     total = len(report.outcomes)

@@ -45,6 +45,8 @@ class Recorder:
         self.timeout = timeout
         self.evidence: dict[str, Evidence] | None = None
         self.problem: str | None = None
+        self.recorded: dict[str, str] = {}
+        """The ``proof:`` line of each server whose proof was recorded."""
 
     def __call__(self, entries: Mapping[str, LockEntry]) -> dict[str, LockEntry]:
         digests = {name: entry.snapshot.surface_hash() for name, entry in entries.items()}
@@ -72,7 +74,15 @@ class Recorder:
 
             self.problem = f"no proof was recorded: {visible(exc.message)}"
             return out
+        from toolpin.core.render import visible
+        from toolpin.publog.checkpoint import read_unverified
+
         for name, proof in proofs.items():
+            cp = read_unverified(proof.checkpoint)  # just verified by prove()
+            self.recorded[name] = (
+                f"proof: recorded in the lock (entry {proof.entry_index} in checkpoint "
+                f"{cp.size} of {visible(cp.origin)})"
+            )
             entry = out[name]
             out[name] = replace(entry, extra={**entry.extra, PUBLIC_LOG: proof.to_json()})
         return out
@@ -163,7 +173,7 @@ def check_proofs(
                 f"{visible(exc.message)}",
                 advice=exc.advice,
             ) from None
-        why = f"consistency with the log not proven ({visible(exc.message)})"
+        why = f"consistency with the log not proven: {visible(exc.message)}"
         return {name: ProofCheck(name, v, online=why) for name, v in verified.items()}
     return {name: ProofCheck(name, v, consistent=current.size) for name, v in verified.items()}
 
