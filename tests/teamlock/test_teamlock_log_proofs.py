@@ -24,7 +24,7 @@ from toolpin.evidence.state import load
 from toolpin.lockfile.native import bytes_intact, read_lock
 from toolpin.publog.entries import decode_entry, encode_entry
 from toolpin.publog.merkle import leaf_hash
-from toolpin.publog.note import Verifier
+from toolpin.publog.note import Signer, Verifier
 from toolpin.site.build import build_site, parse_now
 
 
@@ -287,3 +287,17 @@ def test_a_rolled_back_log_is_named(project: Project, servers: Servers, log: Pub
     assert checked.code == 2
     assert "rolled back: it serves checkpoint 1, older than checkpoint 3" in checked.err
     assert load(project.home, ORIGIN).distrusted is not None
+
+
+def test_a_proof_checked_with_another_logs_key_is_unusable(
+    project: Project, servers: Servers, log: Published, tmp_path: Path
+) -> None:
+    _locked_with_proof(project, servers, log)
+    other_key = tmp_path / "other.vkey"
+    other_key.write_text(Signer.generate("log.example/other").verifier.text + "\n", "utf-8")
+    checked = project.toolpin("lock", "--check", "--log", log.url, "--vkey", str(other_key))
+    assert checked.code == 2
+    assert checked.err.splitlines()[0] == (
+        f"toolpin: {project.lock_path.name}: server 'notes': its public-log proof is from the "
+        f"log {ORIGIN}, not from log.example/other, the log of the key given"
+    )

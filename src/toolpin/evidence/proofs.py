@@ -185,8 +185,19 @@ def verify_offline(
     or ``tampered``)."""
     wanted = normalise_digest(digest)
     if vkey is not None:
+        verifier = _verifier(vkey)
         try:
-            checkpoint = open_checkpoint(proof.checkpoint, _verifier(vkey))
+            written = read_unverified(proof.checkpoint).origin
+        except LogError:
+            written = verifier.name  # malformed: the signature check below says so
+        if written != verifier.name:
+            raise LogProblem(
+                "bad-signature",
+                f"its public-log proof is from the log {written[:100]}, not from "
+                f"{verifier.name}, the log of the key given",
+            )
+        try:
+            checkpoint = open_checkpoint(proof.checkpoint, verifier)
         except LogError:
             raise LogProblem(
                 "bad-signature",
