@@ -244,6 +244,8 @@ def test_a_lock_without_proofs_is_unchanged(
     checked = project.toolpin("lock", "--check", "--log", log.url, "--vkey", log.key)
     assert checked.code == 0, checked.err
     assert "proof:" not in checked.out
+    as_json = project.toolpin("lock", "--check", "--json", "--log", log.url, "--vkey", log.key)
+    assert "proof" not in json.loads(as_json.out)["servers"][0]  # the keys old locks had
 
 
 def test_consistency_to_a_grown_log(project: Project, servers: Servers, log: Published) -> None:

@@ -130,8 +130,9 @@ def lock_command(
                 if evidence is not None:
                     found = evidence.get(server["name"])
                     server["log"] = found.to_json() if found is not None else None
-                proof = proofs.get(server["name"])
-                server["proof"] = proof.to_json() if proof is not None else None
+                if proofs:  # only for a lock holding proofs: old locks keep their keys
+                    proof = proofs.get(server["name"])
+                    server["proof"] = proof.to_json() if proof is not None else None
             click.echo(safe_json(doc))
         else:
             echo_lines(check_lines(report, evidence, proofs), color=stdout_color())

@@ -68,6 +68,10 @@ class LogProof:
     def leaf_hash(self) -> bytes:
         return leaf_hash(self.entry)
 
+    def head(self) -> Checkpoint:
+        """The recorded checkpoint as written (its signature is not checked here)."""
+        return read_unverified(self.checkpoint)
+
     def to_json(self) -> dict[str, Any]:
         """The lock's ``publicLog`` member (stable keys, docs/teamlock.md)."""
         return {

@@ -75,10 +75,9 @@ class Recorder:
             self.problem = f"no proof was recorded: {visible(exc.message)}"
             return out
         from toolpin.core.render import visible
-        from toolpin.publog.checkpoint import read_unverified
 
         for name, proof in proofs.items():
-            cp = read_unverified(proof.checkpoint)  # just verified by prove()
+            cp = proof.head()  # just verified by prove()
             self.recorded[name] = (
                 f"proof: recorded in the lock (entry {proof.entry_index} in checkpoint "
                 f"{cp.size} of {visible(cp.origin)})"
