@@ -303,3 +303,14 @@ def test_a_proof_checked_with_another_logs_key_is_unusable(
         f"toolpin: {project.lock_path.name}: server 'notes': its public-log proof is from the "
         f"log {ORIGIN}, not from log.example/other, the log of the key given"
     )
+
+
+def test_without_a_log_a_tampered_proof_is_still_unusable(
+    project: Project, servers: Servers, log: Published
+) -> None:
+    _locked_with_proof(project, servers, log)
+    log.stop()
+    _rewrite(project, lambda p: p.update(inclusion=list(reversed(p["inclusion"]))))
+    checked = project.toolpin("lock", "--check")
+    assert checked.code == 2
+    assert "does not include entry 1 in checkpoint 3" in checked.err.splitlines()[0]
