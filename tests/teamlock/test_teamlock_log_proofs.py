@@ -279,6 +279,9 @@ def test_a_forked_log_is_named(
     assert "the public log contradicts the proofs of 'notes'" in first
     assert "forked" in first
     assert load(project.home, ORIGIN).distrusted is not None
+    again = project.toolpin("lock", "--check", "--log", log.url, "--vkey", log.key)
+    assert again.code == 2  # distrusted until a person resets it
+    assert "the public log cannot vouch for the proofs of 'notes'" in again.err
 
 
 def test_a_rolled_back_log_is_named(project: Project, servers: Servers, log: Published) -> None:

@@ -167,9 +167,9 @@ def check_proofs(
     except LogProblem as exc:
         if exc.kind in ("fork", "rollback", "distrusted"):
             names = ", ".join(repr(visible(n)) for n in proofs)
+            what = "cannot vouch for" if exc.kind == "distrusted" else "contradicts"
             raise LockfileError(
-                f"{lock_path}: the public log contradicts the proofs of {names}: "
-                f"{visible(exc.message)}",
+                f"{lock_path}: the public log {what} the proofs of {names}: {visible(exc.message)}",
                 advice=exc.advice,
             ) from None
         why = f"consistency with the log not proven: {visible(exc.message)}"
