@@ -11,7 +11,7 @@ from evidence_helpers import Served, entries, site_of
 from site_helpers import ORIGIN, LogWriter, tool
 
 from toolpin.evidence import LogProblem, LogRef, NeverRecorded, Recorded, look_up
-from toolpin.evidence.lookup import Lookup
+from toolpin.evidence.lookup import Lookup, bundle_cache
 from toolpin.evidence.state import load
 from toolpin.pins.publiclog import LogSettings, PublicCheck
 
@@ -135,3 +135,50 @@ def test_the_proxys_early_start_reports_an_unreachable_log_at_the_check(
     evidence = public.check("cd" * 32)
     assert evidence.found is None and evidence.problem_kind == "unreachable"
     assert evidence.problem is not None and "could not be checked" in evidence.problem
+
+
+def test_a_proven_entry_bundle_is_kept_and_read_from_the_cache(
+    grown: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, _, big = grown
+    served.show(big)
+    home = tmp_path / "home"
+    digest = entries(writer.path)[1]["digests"]["surface"]
+    ref = LogRef(served.url, writer.vkey)
+    first = look_up(ref, digest, home=home, allow_private=True)
+    cached = list((bundle_cache(home, ORIGIN)).rglob("*"))
+    assert [
+        p.relative_to(bundle_cache(home, ORIGIN)).as_posix() for p in cached if p.is_file()
+    ] == ["tile/entries/000.p/4"]
+    before = served.requests
+    assert look_up(ref, digest, home=home, allow_private=True) == first
+    again = served.requests - before
+    before = served.requests
+    assert look_up(ref, digest, home=tmp_path / "cold", allow_private=True) == first
+    assert served.requests - before == again + 1  # the bundle was not fetched
+
+
+def test_a_bad_cached_bundle_is_fetched_again_and_replaced(
+    grown: Any, served: Served, tmp_path: Path
+) -> None:
+    """A copy on this disk that fails the inclusion proof is the disk's fault, not the
+    log's: the log's bundle is fetched, proven and kept in its place."""
+    writer, _, big = grown
+    served.show(big)
+    home = tmp_path / "home"
+    digest = entries(writer.path)[1]["digests"]["surface"]
+    ref = LogRef(served.url, writer.vkey)
+    first = look_up(ref, digest, home=home, allow_private=True)
+    kept = bundle_cache(home, ORIGIN) / "tile/entries/000.p/4"
+    good = kept.read_bytes()
+    other = tmp_path / "other"
+    w2 = LogWriter(other)
+    for name in "abcd":
+        w2.observe(name, [tool("x" + name)], "2026-09-01T03:00:00Z")
+    w2.commit()
+    site_of(w2, tmp_path / "other-site")
+    kept.write_bytes((tmp_path / "other-site/tile/entries/000.p/4").read_bytes())
+    assert kept.read_bytes() != good
+    assert look_up(ref, digest, home=home, allow_private=True) == first
+    assert kept.read_bytes() == good
+    assert load(home, ORIGIN).distrusted is None

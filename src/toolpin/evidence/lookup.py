@@ -12,7 +12,9 @@ One lookup:
 4. each entry the bucket lists for the digest is fetched from its entry bundle, proven
    included in the verified checkpoint, decoded, and counted only if its own
    ``digests.<kind>`` is the digest. A bucket that lists an entry recording another
-   digest is not believed for that entry;
+   digest is not believed for that entry. A proven entry bundle is kept in
+   ``TOOLPIN_HOME/cache/logs/`` (:func:`bundle_cache`) and read from there next time,
+   proven again each time;
 5. the server's earlier versions are read by following the recording entry's
    ``previous`` links (each entry proven the same way).
 
@@ -226,7 +228,7 @@ def _verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTr
     origin = verifier.name
     with state.locked_state(home, origin, timeout=fetcher.deadline + 1.0):
         checkpoint, note = fetch_checkpoint(fetcher, verifier)
-        tree = RemoteTree(fetcher, checkpoint)
+        tree = RemoteTree(fetcher, checkpoint, cache=bundle_cache(home, origin))
         kept = state.load(home, origin)
         _refuse_distrusted(kept)
         old = _kept_checkpoint(kept, verifier)
@@ -243,6 +245,12 @@ def _verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTr
         if old is None or (old.size, old.root) != (checkpoint.size, checkpoint.root):
             state.keep(home, origin, note)
     return tree
+
+
+def bundle_cache(home: Path, origin: str) -> Path:
+    """The folder of a log's proven entry bundles: ``TOOLPIN_HOME/cache/logs/<key>/``
+    (the key as the kept state's file name; anything there may be deleted)."""
+    return home / "cache" / state.LOGS_DIR / state.state_path(home, origin).stem
 
 
 def _kept_checkpoint(kept: state.Kept, verifier: Verifier) -> Checkpoint | None:
@@ -407,6 +415,7 @@ __all__ = [
     "Lookup",
     "NeverRecorded",
     "Recorded",
+    "bundle_cache",
     "describe",
     "look_up",
     "normalise_digest",
