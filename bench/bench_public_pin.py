@@ -11,8 +11,8 @@ times, alternating, from starting ``toolpin run`` in front of the scripted serve
 client's ``initialize`` answer:
 
 * a first pin without a log (the baseline);
-* a first pin with ``--log`` (the proxy waits for the verified lookup before it
-  releases);
+* a first pin with ``--log`` (the proxy fetches and verifies the checkpoint while the
+  server boots, then waits for the rest of the verified lookup before it releases);
 * a session whose pin matches, with ``--log`` (no lookup is made: it should cost what
   the baseline's matched session costs).
 

@@ -3,7 +3,8 @@
 A published log is a folder of static files (``checkpoint``, ``tile/...``,
 ``api/v1/digests/<p>.json``). :class:`Fetcher` reads them through
 :class:`toolpin.probe.ssrf.GuardedClient` with the environment's proxies and CA files
-(``trust_env``; ``SSL_CERT_FILE`` and friends through :func:`toolpin.util.net.tls_context`),
+(``trust_env``; ``SSL_CERT_FILE`` and friends through :func:`toolpin.util.net.tls_context`,
+built at the first https request: an http:// log never loads the trust store),
 one timeout per request and a deadline for the whole lookup. Loopback and private
 addresses are refused unless the caller allows them (``allow_private``, or
 ``TOOLPIN_LOG_ALLOW_PRIVATE=1`` in the environment: a log on the local network or a test).
@@ -54,13 +55,22 @@ class Fetcher:
         self.fetched = 0
         self.requests = 0
         policy = AddressPolicy(allow_private=allow_private)
-        self._client = GuardedClient(policy, timeout=timeout, user_agent=USER_AGENT, trust_env=True)
+        self._client = GuardedClient(
+            policy, timeout=timeout, user_agent=USER_AGENT, trust_env=True, tls_on_demand=True
+        )
 
     def __enter__(self) -> Fetcher:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
         self._client.close()
+
+    def restart(self) -> None:
+        """A new deadline from now, for the next part of a lookup (the byte cap stays)."""
+        self.ends = time.monotonic() + self.deadline
 
     def get(self, rel: str, cap: int, *, what: str) -> bytes:
         """The bytes of ``rel`` (at most ``cap``); ``what`` names it in errors."""

@@ -12,7 +12,9 @@ One lookup:
 4. each entry the bucket lists for the digest is fetched from its entry bundle, proven
    included in the verified checkpoint, decoded, and counted only if its own
    ``digests.<kind>`` is the digest. A bucket that lists an entry recording another
-   digest is not believed for that entry;
+   digest is not believed for that entry. A proven entry bundle is kept in
+   ``TOOLPIN_HOME/cache/logs/`` (:func:`bundle_cache`) and read from there next time,
+   proven again each time;
 5. the server's earlier versions are read by following the recording entry's
    ``previous`` links (each entry proven the same way).
 
@@ -112,17 +114,70 @@ def look_up(
     a verified answer, :class:`~toolpin.errors.LogError` for a bad digest or key."""
     if kind not in KIND_MEMBERS:
         raise LogError("the digest kind is surface or tools")
-    wanted = normalise_digest(digest)
-    verifier = _verifier(log.vkey)
-    origin = verifier.name
-    _refuse_distrusted(state.load(home, origin))
-    with Fetcher(log.url, timeout=timeout, allow_private=private_allowed(allow_private)) as f:
-        tree = _verified_tree(f, verifier, home)
+    normalise_digest(digest)
+    with Lookup(log, home=home, timeout=timeout, allow_private=allow_private) as lookup:
+        return lookup.find(digest, kind=kind)
+
+
+class Lookup:
+    """One :func:`look_up` in two steps, so the part that needs no digest can run early.
+
+    Building it reads the key and the kept state (a distrusted log is refused here) and
+    makes the guarded client; :meth:`prepare` fetches the log's checkpoint and checks it
+    against the kept one (steps 1 and 2); :meth:`find` does the rest for one digest
+    (``prepare`` first if it was not done). The proxy prepares while the server boots,
+    so after the listing only the bucket and the entry (with its proof) are fetched.
+    Every check is the same as one :func:`look_up` makes; :meth:`find` gets its own
+    deadline, so a server that boots slowly does not eat the lookup's time.
+    """
+
+    def __init__(
+        self,
+        log: LogRef,
+        *,
+        home: Path,
+        timeout: float = 3.0,
+        allow_private: bool | None = None,
+    ) -> None:
+        self.verifier = _verifier(log.vkey)
+        self.origin = self.verifier.name
+        self.home = home
+        _refuse_distrusted(state.load(home, self.origin))
+        self._fetcher = Fetcher(
+            log.url, timeout=timeout, allow_private=private_allowed(allow_private)
+        )
+        self._tree: RemoteTree | None = None
+
+    def __enter__(self) -> Lookup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._fetcher.close()
+
+    def prepare(self) -> None:
+        """Fetch the checkpoint and check it against the kept one (kept, or distrusted)."""
+        if self._tree is None:
+            self._tree = _verified_tree(self._fetcher, self.verifier, self.home)
+
+    def find(self, digest: str, *, kind: str = "surface") -> Recorded | NeverRecorded:
+        """Whether the prepared checkpoint's log records ``digest`` (as :func:`look_up`)."""
+        if kind not in KIND_MEMBERS:
+            raise LogError("the digest kind is surface or tools")
+        wanted = normalise_digest(digest)
+        f = self._fetcher
+        if self._tree is not None:
+            f.restart()  # prepared earlier: the digest's requests get a deadline of their own
+        self.prepare()
+        tree = self._tree
+        assert tree is not None
         try:
             size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
         except _IndexAhead:
             # The site was rebuilt between the two requests: look at its new checkpoint.
-            tree = _verified_tree(f, verifier, home)
+            tree = self._tree = _verified_tree(f, self.verifier, self.home)
             try:
                 size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
             except _IndexAhead:
@@ -139,10 +194,10 @@ def look_up(
             if isinstance(digests, dict) and digests.get(member) == wanted:
                 confirmed.append((index, value))
         if not confirmed:
-            return NeverRecorded(origin=origin, checkpoint_size=size)
+            return NeverRecorded(origin=self.origin, checkpoint_size=size)
         first_index, first = confirmed[0]
         return Recorded(
-            origin=origin,
+            origin=self.origin,
             checkpoint_size=tree.size,
             entry_index=first_index,
             recorded_at=_time(first) or "",
@@ -173,7 +228,7 @@ def _verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTr
     origin = verifier.name
     with state.locked_state(home, origin, timeout=fetcher.deadline + 1.0):
         checkpoint, note = fetch_checkpoint(fetcher, verifier)
-        tree = RemoteTree(fetcher, checkpoint)
+        tree = RemoteTree(fetcher, checkpoint, cache=bundle_cache(home, origin))
         kept = state.load(home, origin)
         _refuse_distrusted(kept)
         old = _kept_checkpoint(kept, verifier)
@@ -190,6 +245,12 @@ def _verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTr
         if old is None or (old.size, old.root) != (checkpoint.size, checkpoint.root):
             state.keep(home, origin, note)
     return tree
+
+
+def bundle_cache(home: Path, origin: str) -> Path:
+    """The folder of a log's proven entry bundles: ``TOOLPIN_HOME/cache/logs/<key>/``
+    (the key as the kept state's file name; anything there may be deleted)."""
+    return home / "cache" / state.LOGS_DIR / state.state_path(home, origin).stem
 
 
 def _kept_checkpoint(kept: state.Kept, verifier: Verifier) -> Checkpoint | None:
@@ -351,8 +412,10 @@ def problem_json(problem: LogProblem) -> dict[str, Any]:
 
 __all__ = [
     "LogRef",
+    "Lookup",
     "NeverRecorded",
     "Recorded",
+    "bundle_cache",
     "describe",
     "look_up",
     "normalise_digest",

@@ -8,7 +8,10 @@
   ``tampered`` (a bad copy, nothing proven against the log); tiles that do, but whose
   prefix is not the kept root, prove a ``fork``;
 * :class:`RemoteTree`: entry ``i`` from its entry bundle, accepted only when its RFC 9162
-  inclusion proof (from the tiles) leads to the verified root.
+  inclusion proof (from the tiles) leads to the verified root. Entry bundles are
+  immutable (their path names their width), so a proven one is kept in
+  ``TOOLPIN_HOME/cache/logs/<origin key>/`` and read from there next time: still only an
+  input to the same proof, and fetched again when it fails it.
 
 Nothing here trusts a tile, a bundle or a bucket: they are only ever inputs to a proof
 checked against a signed root.
@@ -16,6 +19,7 @@ checked against a signed root.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Final
 
 from toolpin.errors import LogError
@@ -76,12 +80,20 @@ class RemoteTree:
     ``checkpoint.root`` before it is believed.
     """
 
-    def __init__(self, fetcher: Fetcher, checkpoint: Checkpoint) -> None:
+    def __init__(
+        self, fetcher: Fetcher, checkpoint: Checkpoint, *, cache: Path | None = None
+    ) -> None:
         self.fetcher = fetcher
         self.checkpoint = checkpoint
         self.size = checkpoint.size
+        self.cache = cache
+        """A folder for entry bundles by their path (immutable: a bundle's path names its
+        width), or ``None``. A cached bundle is only an input to the inclusion proof, as a
+        fetched one is; one that fails it is fetched again and replaced."""
         self._tiles: dict[tuple[int, int], bytes] = {}
         self._bundles: dict[int, list[bytes]] = {}
+        self._raw: dict[int, bytes] = {}
+        self._from_cache: set[int] = set()
 
     def _tile(self, level: int, index: int) -> bytes:
         key = (level, index)
@@ -123,26 +135,86 @@ class RemoteTree:
         bundle, offset = divmod(index, TILE_WIDTH)
         entries = self._bundles.get(bundle)
         if entries is None:
-            width = _width_at(self.size, 0, bundle)
-            rel = entries_path(bundle, width)
-            try:
-                entries = decode_bundle(self.fetcher.get(rel, MAX_BUNDLE_BYTES, what=rel))
-            except LogError:
-                raise LogProblem("tampered", f"{rel} is not an entry bundle") from None
-            if len(entries) != width:
-                raise LogProblem("tampered", f"{rel} does not hold {width} entries")
-            self._bundles[bundle] = entries
+            entries = self._cached_bundle(bundle)
+        cached = bundle in self._from_cache
+        if entries is None:
+            entries = self._fetched_bundle(bundle)
         entry = entries[offset]
         try:
             path = inclusion_proof(self, index, self.size)
         except (LogError, ValueError):
             raise LogProblem("tampered", f"the tiles cannot prove entry {index}") from None
         if not verify_inclusion(leaf_hash(entry), index, self.size, path, self.checkpoint.root):
+            if cached:  # a bad copy on this disk: the log's own bundle decides
+                self._from_cache.discard(bundle)
+                entry = self._proven(index, self._fetched_bundle(bundle)[offset], path)
+                self._keep_bundle(bundle)
+                return entry
+            raise LogProblem(
+                "tampered",
+                f"entry {index} or its tiles do not match the signed checkpoint",
+            )
+        if not cached:
+            self._keep_bundle(bundle)
+        return entry
+
+    def _proven(self, index: int, entry: bytes, path: list[bytes]) -> bytes:
+        if not verify_inclusion(leaf_hash(entry), index, self.size, path, self.checkpoint.root):
             raise LogProblem(
                 "tampered",
                 f"entry {index} or its tiles do not match the signed checkpoint",
             )
         return entry
+
+    def _bundle_rel(self, bundle: int) -> tuple[str, int]:
+        width = _width_at(self.size, 0, bundle)
+        return entries_path(bundle, width), width
+
+    def _fetched_bundle(self, bundle: int) -> list[bytes]:
+        rel, width = self._bundle_rel(bundle)
+        data = self.fetcher.get(rel, MAX_BUNDLE_BYTES, what=rel)
+        try:
+            entries = decode_bundle(data)
+        except LogError:
+            raise LogProblem("tampered", f"{rel} is not an entry bundle") from None
+        if len(entries) != width:
+            raise LogProblem("tampered", f"{rel} does not hold {width} entries")
+        self._bundles[bundle] = entries
+        self._raw[bundle] = data
+        return entries
+
+    def _cached_bundle(self, bundle: int) -> list[bytes] | None:
+        """The bundle from the cache folder, or ``None`` (absent, unreadable, malformed)."""
+        if self.cache is None:
+            return None
+        rel, width = self._bundle_rel(bundle)
+        try:
+            with (self.cache / rel).open("rb") as handle:
+                data = handle.read(MAX_BUNDLE_BYTES + 1)
+            entries = decode_bundle(data) if len(data) <= MAX_BUNDLE_BYTES else []
+        except (OSError, LogError):
+            return None
+        if len(entries) != width:
+            return None
+        self._bundles[bundle] = entries
+        self._from_cache.add(bundle)
+        return entries
+
+    def _keep_bundle(self, bundle: int) -> None:
+        """Write a fetched bundle whose entry was just proven to the cache (best effort:
+        the cache only saves a request)."""
+        data = self._raw.pop(bundle, None)
+        if self.cache is None or data is None:
+            return
+        from toolpin.util.fs import atomic_write
+
+        rel, _ = self._bundle_rel(bundle)
+        target = self.cache / rel
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, data, mode=0o600, sync=False)
+        except OSError:
+            pass
 
     def extends(self, old: Checkpoint) -> bool:
         """Whether this tree extends ``old`` (the RFC 9162 consistency proof, from tiles)."""

@@ -32,9 +32,11 @@ from typing import TYPE_CHECKING, Any, Final
 from toolpin.errors import InputError, ToolpinError
 
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Mapping, Sequence
 
     from toolpin.evidence import LogRef, NeverRecorded, Recorded
+    from toolpin.evidence.lookup import Lookup
 
 ENV_LOG: Final = "TOOLPIN_LOG"
 ENV_VKEY: Final = "TOOLPIN_LOG_VKEY"
@@ -356,6 +358,8 @@ class PublicCheck:
     Built after the server is spawned: it reads the key (a bad key file refuses the
     server before anything is decided) and imports nothing more; :mod:`toolpin.evidence`
     is imported at the first :meth:`check`, so a session whose pin matches pays nothing.
+    When a lookup is sure to come (no pin yet), :meth:`start` does the part that needs no
+    digest in a thread while the server boots.
     """
 
     def __init__(self, log: LogSettings, home: Path, *, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -364,14 +368,68 @@ class PublicCheck:
         self.timeout = timeout
         self.require_public = log.require_public
         self._key = log.key_text()  # a bad key file stops here, before anything is decided
+        self._early: threading.Thread | None = None
+        self._prepared: Lookup | None = None
+        self._failed: BaseException | None = None
+
+    def start(self) -> None:
+        """Begin the next lookup now: import the evidence package, build the guarded
+        client, fetch the log's checkpoint and check it against the kept one, in a
+        thread. The :meth:`check` that follows waits for it and fetches only what its
+        digest needs (the bucket, the entry and its proof). Every check is the one
+        :func:`toolpin.evidence.look_up` makes; a fault here is that check's answer."""
+        import threading
+
+        if self._early is None and self._prepared is None:
+            self._early = threading.Thread(target=self._prepare, name="toolpin-log", daemon=True)
+            self._early.start()
+
+    def _prepare(self) -> None:
+        try:
+            from toolpin.evidence.lookup import LogRef, Lookup
+
+            ref = LogRef(url=self.log.url, vkey=self._key)
+            lookup = Lookup(ref, home=self.home, timeout=self.timeout)
+            try:
+                lookup.prepare()
+            except BaseException:
+                lookup.close()
+                raise
+            self._prepared = lookup
+        except Exception as exc:  # the check that follows answers with it
+            self._failed = exc
+
+    def _take_prepared(self) -> Lookup | None:
+        """The lookup :meth:`start` prepared (``None``: not started); re-raises its fault."""
+        early, self._early = self._early, None
+        if early is None:
+            return None
+        from toolpin.evidence.fetch import DEADLINE_FACTOR
+        from toolpin.evidence.state import LOCK_TIMEOUT
+
+        early.join(self.timeout * DEADLINE_FACTOR * 2 + LOCK_TIMEOUT)
+        if early.is_alive():
+            from toolpin.evidence import LogProblem
+
+            raise LogProblem("unreachable", "the log took too long to answer (the checkpoint)")
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+        prepared, self._prepared = self._prepared, None
+        return prepared
 
     def check(self, digest: str) -> Evidence:
         """The log's answer for ``digest``; a log fault is an :class:`Evidence` problem."""
         from toolpin.evidence import LogProblem, LogRef, look_up
 
         try:
-            ref = LogRef(url=self.log.url, vkey=self._key)
-            found = look_up(ref, digest, kind="surface", home=self.home, timeout=self.timeout)
+            prepared = self._take_prepared()
+            if prepared is not None:
+                with prepared:
+                    found = prepared.find(digest, kind="surface")
+            else:
+                ref = LogRef(url=self.log.url, vkey=self._key)
+                found = look_up(ref, digest, kind="surface", home=self.home, timeout=self.timeout)
         except LogProblem as exc:
             return Evidence(self.log, digest, None, _problem_line(self.log, exc), exc.kind)
         except ToolpinError as exc:  # e.g. an unusable key: said in toolpin's words

@@ -264,28 +264,52 @@ class GuardedTransport(httpx2.BaseTransport):
     through ``proxy`` (an ``http(s)://`` URL) after :func:`precheck_target`."""
 
     def __init__(
-        self, policy: AddressPolicy, *, verify: bool = True, proxy: str | None = None
+        self,
+        policy: AddressPolicy,
+        *,
+        verify: bool = True,
+        proxy: str | None = None,
+        tls_on_demand: bool = False,
     ) -> None:
+        self._policy = policy
+        self._verify = verify
+        self._proxied = proxy is not None
+        self._refusal: str | None = None
+        self._pools: dict[bool, httpcore2.ConnectionPool] = {}
+        """By whether the pool makes TLS connections. With ``tls_on_demand`` a direct
+        transport builds the TLS context (loading the trust store costs tens of ms, and
+        a bad CA setting is an error) only for its first https request; an http:// log
+        never needs it."""
+        if proxy is None and not tls_on_demand:
+            pool = self._pool(b"https")
+            self._pools[False] = pool
+        if proxy is not None:
+            context = self._context()
+            core_proxy, self._refusal = _core_proxy(proxy, context)
+            if core_proxy is not None:
+                pool = httpcore2.ConnectionPool(
+                    ssl_context=context, max_connections=4, proxy=core_proxy
+                )
+                self._pools = {True: pool, False: pool}
+
+    def _context(self) -> ssl.SSLContext:
         from toolpin.util.net import tls_context
 
         # The machine's trust store plus the CA files it configures (SSL_CERT_FILE, ...).
-        context = tls_context() if verify else httpx2.create_ssl_context(verify=False)
-        self._policy = policy
-        self._proxied = proxy is not None
-        self._refusal: str | None = None
-        core_proxy = None
-        if proxy is not None:
-            core_proxy, self._refusal = _core_proxy(proxy, context)
-        if core_proxy is not None:
-            self._pool = httpcore2.ConnectionPool(
-                ssl_context=context, max_connections=4, proxy=core_proxy
-            )
-        else:
-            self._pool = httpcore2.ConnectionPool(
-                ssl_context=context,
+        return tls_context() if self._verify else httpx2.create_ssl_context(verify=False)
+
+    def _pool(self, scheme: bytes) -> httpcore2.ConnectionPool:
+        tls = scheme not in (b"http", b"ws")
+        pool = self._pools.get(tls)
+        if pool is None:
+            # A plain pool is only ever handed http:// requests, so it never makes a TLS
+            # connection (its context would be httpcore's default, not the machine's).
+            pool = self._pools[tls] = httpcore2.ConnectionPool(
+                ssl_context=self._context() if tls else None,
                 max_connections=4,
-                network_backend=GuardedBackend(policy),
+                network_backend=GuardedBackend(self._policy),
             )
+        return pool
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         assert isinstance(request.stream, httpx2.SyncByteStream)
@@ -307,8 +331,9 @@ class GuardedTransport(httpx2.BaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
+        pool = self._pool(request.url.raw_scheme)
         with _mapped(request):
-            response = self._pool.handle_request(core_request)
+            response = pool.handle_request(core_request)
         assert isinstance(response.stream, Iterable)
         return httpx2.Response(
             status_code=response.status,
@@ -318,7 +343,8 @@ class GuardedTransport(httpx2.BaseTransport):
         )
 
     def close(self) -> None:
-        self._pool.close()
+        for pool in {id(pool): pool for pool in self._pools.values()}.values():
+            pool.close()
 
 
 def _default_port(request: httpx2.Request) -> int:
@@ -372,10 +398,11 @@ class GuardedClient:
         verify: bool = True,
         max_redirects: int = MAX_REDIRECTS,
         trust_env: bool = False,
+        tls_on_demand: bool = False,
     ) -> None:
         self.max_redirects = max_redirects
         self._client = httpx2.Client(
-            transport=GuardedTransport(policy, verify=verify),
+            transport=GuardedTransport(policy, verify=verify, tls_on_demand=tls_on_demand),
             mounts=guarded_mounts(policy, verify=verify) if trust_env else None,
             timeout=timeout,
             follow_redirects=False,

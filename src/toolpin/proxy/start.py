@@ -5,7 +5,8 @@ Start-up order matters, because every MCP client pays it for every wrapped serve
 1. the server id and label (standard library only);
 2. a light look at this server's pin file: one that is unreadable or not a toolpin pin
    stops here, before the server is started;
-3. the server is spawned, so that it boots while the proxy imports the rest;
+3. the server is spawned, so that it boots while the proxy imports the rest (and, at a
+   first pin with a public log, fetches and verifies the log's checkpoint in a thread);
 4. the pin is decoded and verified in full. A fault found only now (a well-formed file
    whose hashes do not match) kills the server before a single byte reaches it.
 
@@ -82,6 +83,8 @@ def run_proxy(
     if isinstance(public, str):
         kill_unused(proc)
         return _log_refusal(label, sid, public)
+    if public is not None and not os.path.exists(os.path.join(home, "pins", f"{sid}.json")):
+        public.start()  # a first pin: its lookup's checkpoint is fetched while the server boots
     from pathlib import Path
 
     from toolpin.pins.store import Command, PinStore, StorePinSource
