@@ -91,7 +91,7 @@ def normalise_digest(digest: str) -> str:
     return text
 
 
-def _verifier(vkey: str) -> Verifier:
+def verifier_of(vkey: str) -> Verifier:
     try:
         return Verifier.from_text(vkey.strip())
     except LogError as exc:
@@ -139,10 +139,10 @@ class Lookup:
         timeout: float = 3.0,
         allow_private: bool | None = None,
     ) -> None:
-        self.verifier = _verifier(log.vkey)
+        self.verifier = verifier_of(log.vkey)
         self.origin = self.verifier.name
         self.home = home
-        _refuse_distrusted(state.load(home, self.origin))
+        refuse_distrusted(state.load(home, self.origin))
         self._fetcher = Fetcher(
             log.url, timeout=timeout, allow_private=private_allowed(allow_private)
         )
@@ -160,7 +160,7 @@ class Lookup:
     def prepare(self) -> None:
         """Fetch the checkpoint and check it against the kept one (kept, or distrusted)."""
         if self._tree is None:
-            self._tree = _verified_tree(self._fetcher, self.verifier, self.home)
+            self._tree = verified_tree(self._fetcher, self.verifier, self.home)
 
     def find(self, digest: str, *, kind: str = "surface") -> Recorded | NeverRecorded:
         """Whether the prepared checkpoint's log records ``digest`` (as :func:`look_up`)."""
@@ -177,7 +177,7 @@ class Lookup:
             size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
         except _IndexAhead:
             # The site was rebuilt between the two requests: look at its new checkpoint.
-            tree = self._tree = _verified_tree(f, self.verifier, self.home)
+            tree = self._tree = verified_tree(f, self.verifier, self.home)
             try:
                 size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
             except _IndexAhead:
@@ -200,12 +200,12 @@ class Lookup:
             origin=self.origin,
             checkpoint_size=tree.size,
             entry_index=first_index,
-            recorded_at=_time(first) or "",
+            recorded_at=entry_time(first) or "",
             versions=_other_versions(tree, confirmed[-1][1]),
         )
 
 
-def _refuse_distrusted(kept: state.Kept) -> None:
+def refuse_distrusted(kept: state.Kept) -> None:
     if kept.distrusted is not None:
         raise LogProblem(
             "distrusted",
@@ -219,7 +219,7 @@ class _IndexAhead(Exception):
     """The bucket names a checkpoint newer than the one verified."""
 
 
-def _verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTree:
+def verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTree:
     """The log's current checkpoint, checked against the kept one and kept in its place.
 
     Fetched and checked under the state's lock, so two processes never compare a
@@ -230,7 +230,7 @@ def _verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTr
         checkpoint, note = fetch_checkpoint(fetcher, verifier)
         tree = RemoteTree(fetcher, checkpoint, cache=bundle_cache(home, origin))
         kept = state.load(home, origin)
-        _refuse_distrusted(kept)
+        refuse_distrusted(kept)
         old = _kept_checkpoint(kept, verifier)
         verdict = check_against_kept(tree, old)
         if verdict is not None:
@@ -323,7 +323,7 @@ def _root(text: str) -> bytes | None:
     return raw if len(raw) == 32 else None
 
 
-def _time(value: dict[str, Any]) -> str | None:
+def entry_time(value: dict[str, Any]) -> str | None:
     observed = value.get("observedAt")
     return observed if isinstance(observed, str) and TIME.fullmatch(observed) else None
 
@@ -361,7 +361,7 @@ def _other_versions(tree: RemoteTree, value: dict[str, Any]) -> tuple[tuple[str 
         current = entry_value(tree.entry(previous))
         if sid is None or _server_id(current) != sid:
             break
-        at = _time(current)
+        at = entry_time(current)
         version = _version(current)
         if at is not None and version != mine:
             first_seen[version] = min(at, first_seen.get(version, at))

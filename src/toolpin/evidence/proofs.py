@@ -36,11 +36,11 @@ from toolpin.evidence.errors import LogProblem
 from toolpin.evidence.fetch import Fetcher, private_allowed
 from toolpin.evidence.lookup import (
     KIND_MEMBERS,
-    _refuse_distrusted,
-    _time,
-    _verified_tree,
-    _verifier,
+    entry_time,
     normalise_digest,
+    refuse_distrusted,
+    verified_tree,
+    verifier_of,
 )
 from toolpin.evidence.verify import RemoteTree, check_against_kept, entry_value
 from toolpin.publog.checkpoint import Checkpoint, open_checkpoint, read_unverified
@@ -150,11 +150,11 @@ def prove(
     """A :class:`LogProof` for each named entry index, all to the log's current
     checkpoint (``log`` is a :class:`~toolpin.evidence.LogRef`). Raises
     :class:`LogProblem` when the log cannot give verified proofs."""
-    verifier = _verifier(log.vkey)
-    _refuse_distrusted(state.load(home, verifier.name))
+    verifier = verifier_of(log.vkey)
+    refuse_distrusted(state.load(home, verifier.name))
     out: dict[str, LogProof] = {}
     with Fetcher(log.url, timeout=timeout, allow_private=private_allowed(allow_private)) as f:
-        tree = _verified_tree(f, verifier, home)
+        tree = verified_tree(f, verifier, home)
         note = _kept_note(home, verifier, tree.checkpoint)
         for name, index in indices.items():
             entry = tree.entry(index)  # proven included in the verified checkpoint
@@ -169,7 +169,7 @@ def prove(
 
 
 def _kept_note(home: Path, verifier: Verifier, checkpoint: Checkpoint) -> str:
-    """The signed note of ``checkpoint``, as :func:`_verified_tree` just kept it."""
+    """The signed note of ``checkpoint``, as :func:`verified_tree` just kept it."""
     note = state.load(home, verifier.name).checkpoint
     try:
         kept = open_checkpoint(note, verifier) if note is not None else None
@@ -189,7 +189,7 @@ def verify_offline(
     or ``tampered``)."""
     wanted = normalise_digest(digest)
     if vkey is not None:
-        verifier = _verifier(vkey)
+        verifier = verifier_of(vkey)
         try:
             written = read_unverified(proof.checkpoint).origin
         except LogError:
@@ -227,7 +227,7 @@ def verify_offline(
             "tampered",
             f"its public-log proof's entry {proof.entry_index} does not record these definitions",
         )
-    return Verified(checkpoint, proof.entry_index, _time(value) or "", vkey is not None)
+    return Verified(checkpoint, proof.entry_index, entry_time(value) or "", vkey is not None)
 
 
 def consistent_now(
@@ -242,11 +242,11 @@ def consistent_now(
     (each already verified with :func:`verify_offline`). Raises :class:`LogProblem`:
     ``fork`` or ``rollback`` (the log is marked distrusted, keeping the recorded
     checkpoint as evidence), or any problem of reading the log."""
-    verifier = _verifier(log.vkey)
+    verifier = verifier_of(log.vkey)
     origin = verifier.name
-    _refuse_distrusted(state.load(home, origin))
+    refuse_distrusted(state.load(home, origin))
     with Fetcher(log.url, timeout=timeout, allow_private=private_allowed(allow_private)) as f:
-        tree = _verified_tree(f, verifier, home)
+        tree = verified_tree(f, verifier, home)
         seen: set[tuple[int, bytes]] = set()
         for note in recorded:
             try:
