@@ -957,24 +957,6 @@ class Session:
         )
         self._enter_blocked(blocked_ids)
 
-    def _pin_words(self, hint: str) -> str:
-        """An environment hint as a local pin needs it: the hints speak of a team lock
-        (its advice is a pull request); a pin of this machine's store is approved here."""
-        if self.options.source.accepts_subset:  # a team lock
-            return hint
-        return (
-            hint.replace(" from the lock only where ", " from the pin only where ", 1)
-            .replace(", locked with '", ", pinned with '", 1)
-            .replace(" so every machine starts it alike", " so it starts alike every time", 1)
-            .replace(
-                "then lock again in a pull request; toolpin does not accept such a change "
-                "by itself",
-                "then start it again; toolpin does not accept such a change by itself (if "
-                f"the new definitions are right: toolpin approve {self.options.server_id})",
-                1,
-            )
-        )
-
     def _command_lines(self, drift: Drift) -> list[Line]:
         """The changed command: its word diff (redacted) or, without one, old -> new."""
         if self.options.command_change is None:
@@ -998,6 +980,9 @@ class Session:
         from toolpin.report.environment import environment_hints
         from toolpin.report.text import review_lines
 
+        # a team lock's fix is a pull request; a pin of this machine's store is approved here
+        local_pin = None if self.options.source.accepts_subset else self.options.server_id
+
         only_tools = all(c.kind is Kind.TOOL for c in drift.changes) and drift.instructions is None
         what = "TOOL DEFINITIONS" if only_tools and drift.changes else "DEFINITIONS"
         when = "DURING THIS SESSION" if mid_session else "SINCE YOU APPROVED THIS SERVER"
@@ -1015,7 +1000,7 @@ class Session:
             *review_lines(drift),
             *(
                 Line(f"  {hint}" if hint.startswith("fix:") else f"  hint: {hint}", "medium")
-                for hint in map(self._pin_words, environment_hints(drift, os.environ))
+                for hint in environment_hints(drift, os.environ, local_pin=local_pin)
             ),
             Line(""),
         ]

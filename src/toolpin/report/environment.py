@@ -148,23 +148,34 @@ def _unwritten(text: str) -> str:
     return value if isinstance(value, str) else text
 
 
-def environment_hints(drift: Drift, env: Mapping[str, str]) -> list[str]:
+def environment_hints(
+    drift: Drift, env: Mapping[str, str], *, local_pin: str | None = None
+) -> list[str]:
     """Lines for a person: which differences look environment-driven, and the fix.
 
     Empty when nothing does. Every change is still a change: these lines explain, they
     never accept. Lines are terminal-safe (unsafe characters made visible, long values
-    clipped)."""
+    clipped). The words are a team lock's (its fix is a pull request) unless
+    ``local_pin`` names the server id of a pin in this machine's store, approved here."""
     matches = environment_matches(drift, env)
     if not matches:
         return []
+    held, kept = ("the pin", "pinned") if local_pin else ("the lock", "locked")
+    alike = "it starts alike every time" if local_pin else "every machine starts it alike"
+    then = (
+        "then start it again; toolpin does not accept such a change by itself (if the new "
+        f"definitions are right: toolpin approve {local_pin})"
+        if local_pin
+        else "then lock again in a pull request; toolpin does not accept such a change by itself"
+    )
     lines: list[str] = []
     pins: dict[str, str] = {}
     for match in matches:
         locked = _unwritten(match.locked)
         verb = "differ" if match.subject.endswith("instructions") else "differs"
         lines.append(
-            f"{visible(clip(match.subject, 80))} {verb} from the lock only where it holds "
-            f"${visible(match.name)} (here '{visible(clip(match.value, 60))}', locked with "
+            f"{visible(clip(match.subject, 80))} {verb} from {held} only where it holds "
+            f"${visible(match.name)} (here '{visible(clip(match.value, 60))}', {kept} with "
             f"'{visible(clip(locked, 60))}'): this looks driven by the machine's "
             "environment, not by a change of the server"
         )
@@ -176,14 +187,9 @@ def environment_hints(drift: Drift, env: Mapping[str, str]) -> list[str]:
             for n, v in sorted(env_pins.items())
         )
         lines.append(
-            "fix: pin the value in the server's entry so every machine starts it alike, "
-            f'e.g. "env": {{{shown}}} (or the server\'s own option for it), then lock '
-            "again in a pull request; toolpin does not accept such a change by itself"
+            f"fix: pin the value in the server's entry so {alike}, "
+            f'e.g. "env": {{{shown}}} (or the server\'s own option for it), {then}'
         )
     else:
-        lines.append(
-            "fix: pin the value in the server's command or env so every machine starts it "
-            "alike, then lock again in a pull request; toolpin does not accept such a "
-            "change by itself"
-        )
+        lines.append(f"fix: pin the value in the server's command or env so {alike}, {then}")
     return lines
