@@ -235,16 +235,22 @@ def verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTre
         verdict = check_against_kept(tree, old)
         if verdict is not None:
             problem, message = verdict
-            state.distrust(home, origin, problem, note)
-            raise LogProblem(
-                "fork" if problem == "fork" else "rollback",
-                message,
-                advice="The log is distrusted from now on; "
-                f"`toolpin log trust --reset {origin}` after finding out why.",
-            )
+            raise distrusted(home, origin, problem, note, message)
         if old is None or (old.size, old.root) != (checkpoint.size, checkpoint.root):
             state.keep(home, origin, note)
     return tree
+
+
+def distrusted(home: Path, origin: str, kind: str, note: str, message: str) -> LogProblem:
+    """Mark the log ``origin`` distrusted (a ``fork`` or ``rollback`` seen in ``note``; the
+    caller holds the state's lock) and return the problem to raise."""
+    state.distrust(home, origin, kind, note)
+    return LogProblem(
+        "fork" if kind == "fork" else "rollback",
+        message,
+        advice="The log is distrusted from now on; "
+        f"`toolpin log trust --reset {origin}` after finding out why.",
+    )
 
 
 def bundle_cache(home: Path, origin: str) -> Path:
@@ -417,6 +423,7 @@ __all__ = [
     "Recorded",
     "bundle_cache",
     "describe",
+    "distrusted",
     "look_up",
     "normalise_digest",
     "problem_json",

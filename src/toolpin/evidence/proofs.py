@@ -36,6 +36,7 @@ from toolpin.evidence.errors import LogProblem
 from toolpin.evidence.fetch import Fetcher, private_allowed
 from toolpin.evidence.lookup import (
     KIND_MEMBERS,
+    distrusted,
     entry_time,
     normalise_digest,
     refuse_distrusted,
@@ -281,13 +282,8 @@ def _consistent(tree: RemoteTree, old: Checkpoint, note: str, home: Path, origin
             f"checkpoint {old.size} the lock records"
         )
     with state.locked_state(home, origin):
-        state.distrust(home, origin, kind, note)
-    raise LogProblem(
-        "fork" if kind == "fork" else "rollback",
-        message,
-        advice="The log is distrusted from now on; "
-        f"`toolpin log trust --reset {origin}` after finding out why.",
-    )
+        problem = distrusted(home, origin, kind, note, message)
+    raise problem
 
 
 __all__ = [
