@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolpin.cli.log_options import VKEY_HELP, log_dir_options
 from toolpin.errors import InputError, LogError
 
 if TYPE_CHECKING:
     from toolpin.publog.note import Verifier
-
-VKEY_HELP = "The pinned verifier key (name+id+key), or a file holding it (last line used)."
 
 
 @click.group("log")
@@ -82,8 +81,7 @@ def keygen(origin: str, out: str) -> int:
 
 
 @log_group.command("verify")
-@click.option("--log", "log_dir", required=True, help="The log directory.")
-@click.option("--vkey", required=True, help=VKEY_HELP)
+@log_dir_options
 @click.option(
     "--since",
     "since",

@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from toolpin.cli.log import VKEY_HELP, _read_text, _verifier
+from toolpin.cli.log import _read_text, _verifier
+from toolpin.cli.log_options import log_dir_options
 from toolpin.errors import InputError
 
 
@@ -119,8 +120,7 @@ def _monthly_lines(doc: dict[str, Any]) -> list[str]:
 
 
 @click.command("report")
-@click.option("--log", "log_dir", required=True, help="The log directory.")
-@click.option("--vkey", required=True, help=VKEY_HELP)
+@log_dir_options
 @click.option(
     "--since",
     "since",

@@ -10,14 +10,11 @@ from pathlib import Path
 
 import click
 
+from toolpin.cli.log_options import log_dir_options
+
 
 @click.command("site")
-@click.option("--log", "log_dir", required=True, help="The log directory.")
-@click.option(
-    "--vkey",
-    required=True,
-    help="The pinned verifier key (name+id+key), or a file holding it (last line used).",
-)
+@log_dir_options
 @click.option("--out", "out_dir", required=True, help="The folder to write the site into.")
 @click.option(
     "--base-url",
