@@ -18,6 +18,7 @@ import compileall
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,13 @@ import pytest
 from tests.shared import CACHE, npm_install
 
 REPO = Path(__file__).resolve().parents[1]
+
+# pytest rewrites the asserts of every test module it imports, and keeps the result in
+# __pycache__ unless bytecode writing is off (PYTHONDONTWRITEBYTECODE): then every run,
+# and every xdist worker in it, rewrites all of them again, most of the collection's
+# time. This conftest is imported before any test module: from here on the rewritten
+# modules are kept (gitignored), like the compiled sources (``_bytecode`` below).
+sys.dont_write_bytecode = False
 NPM_PREFIX = CACHE / "npm-servers"
 EVERYTHING = "@modelcontextprotocol/server-everything"
 EVERYTHING_VERSION = "2026.8.31"
