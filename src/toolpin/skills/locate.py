@@ -48,7 +48,7 @@ def config_dir(environ: Mapping[str, str]) -> Path:
     return Path(environ.get("HOME") or Path.home()) / ".claude"
 
 
-def _children(folder: Path) -> list[Path]:
+def skill_folders(folder: Path) -> list[Path]:
     """The sub-folders of ``folder`` that hold a ``SKILL.md`` (sorted)."""
     try:
         names = sorted(os.listdir(folder))
@@ -64,7 +64,7 @@ def _plugin_skills(config: Path) -> list[SkillRef]:
         for plugin in _dirs(market):
             versions = [v for v in _dirs(plugin) if (v / "skills").is_dir()]
             for version in versions:
-                for skill in _children(version / "skills"):
+                for skill in skill_folders(version / "skills"):
                     parts = [market.name, plugin.name, skill.name]
                     if len(versions) > 1:
                         parts.insert(2, version.name)
@@ -92,7 +92,7 @@ def known(project: Path, environ: Mapping[str, str] | None = None) -> list[Skill
         ("project", project / ".claude" / "skills"),
         ("agents", project / ".agents" / "skills"),
     ):
-        refs += [SkillRef(str(s), str(s), f"{scope}/{s.name}") for s in _children(folder)]
+        refs += [SkillRef(str(s), str(s), f"{scope}/{s.name}") for s in skill_folders(folder)]
     refs += _plugin_skills(config)
     return _unique(refs)
 
@@ -120,7 +120,7 @@ def given(
             if os.path.isfile(os.path.join(absolute, SKILL_FILE)):
                 refs.append(by_path.get(absolute) or SkillRef(absolute, absolute, absolute))
                 continue
-            inner = _children(Path(absolute))
+            inner = skill_folders(Path(absolute))
             if not inner:
                 raise InputError(f"no skill in {visible(raw)} (no folder with a SKILL.md)")
             for skill in inner:

@@ -110,3 +110,52 @@ def check_json(outcomes: Sequence[SkillOutcome]) -> dict[str, Any]:
             for o in outcomes
         ],
     }
+
+
+def lock_lines(outcomes: Sequence[SkillOutcome], gone: Sequence[str], *, full: bool) -> list[Line]:
+    """The skills part of ``toolpin lock`` (``full``: ``lock --check``, with each
+    change's labels and diff)."""
+    words = {
+        "pinned": "locked",
+        "match": "matches the lock",
+        "changed": "changed since it was locked",
+        "new": "not in the lock",
+    }
+    out: list[Line] = []
+    for o in outcomes:
+        style = "bad" if not o.ok else None
+        out.append(Line(f"{visible(o.ref.name)}: {words.get(o.status, o.status)}", style))
+        if full and not o.ok:
+            out += label_lines(o.labels)
+            out += diff_lines(o.ref.name, None if o.pin is None else side(o.pin), side(o.tree))
+    out += [
+        Line(f"skills/{visible(name)}: in the lock but no longer in the folder", "bad")
+        for name in gone
+    ]
+    return out
+
+
+def lock_json(outcomes: Sequence[SkillOutcome], gone: Sequence[str]) -> list[dict[str, Any]]:
+    """The ``skills`` list of ``lock --check --json``."""
+    out: list[dict[str, Any]] = [
+        {
+            "name": o.ref.name,
+            "status": o.status,
+            "ok": o.ok,
+            "changes": [lab.key for lab in o.labels],
+            "diff": [
+                line.text
+                for line in diff_lines(
+                    o.ref.name, None if o.pin is None else side(o.pin), side(o.tree)
+                )
+            ]
+            if not o.ok
+            else [],
+        }
+        for o in outcomes
+    ]
+    out += [
+        {"name": f"skills/{n}", "status": "gone", "ok": False, "changes": [], "diff": []}
+        for n in gone
+    ]
+    return out
