@@ -245,7 +245,7 @@ def test_the_map_sees_every_package() -> None:
     assert {"core", "pins", "proxy", "probe", "team", "cli"} <= packages
 
 
-IMPORT_NAMES = {"httpx2": "httpx2"}
+IMPORT_NAMES = {"httpx2": "httpx2", "pyyaml": "yaml"}
 """Distribution name -> import name, where they differ (most are the same)."""
 
 
