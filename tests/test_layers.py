@@ -31,7 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "probe": {"core", "util"},
     "offline": {"core", "lockfile", "report", "util"},
     "clients": {"core", "lockfile", "packages", "pins", "util"},
-    "team": {"clients", "core", "lockfile", "packages", "pins", "probe", "report", "skills", "util"},
+    "team": {
+        "clients", "core", "lockfile", "packages", "pins", "probe", "report", "skills", "util",
+    },
     "proxy": {"core", "pins", "report", "team", "util"},
     "remote": {"core", "pins", "probe", "proxy", "team", "util"},
     "publog": {"core", "util"},

@@ -92,7 +92,12 @@ def test_every_known_location(machine: Machine) -> None:
     done = machine.toolpin("skills", "pin")
     assert done.returncode == 0, done.stderr
     names = [line.split()[1] for line in done.stdout.splitlines()]
-    assert names == ["user/notes", "project/deploy", "agents/review", "plugin/acme-market/acme/lint"]
+    assert names == [
+        "user/notes",
+        "project/deploy",
+        "agents/review",
+        "plugin/acme-market/acme/lint",
+    ]
 
     # a plugin update moves the folder; the skill is the same one, changed
     old = cache / "acme-market" / "acme" / "1.0.0"

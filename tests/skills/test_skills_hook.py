@@ -148,5 +148,15 @@ def test_the_skills_hook_imports_the_standard_library_only() -> None:
         if isinstance(node, ast.ImportFrom) and node.module
     }
     assert modules <= set(sys.stdlib_module_names) | {"__future__"}, modules
-    for forbidden in ("socket", "urllib", "subprocess", "write_", '"w"', '"wb"', '"a"', '"ab"', "O_WRONLY"):
+    for forbidden in (
+        "socket",
+        "urllib",
+        "subprocess",
+        "write_",
+        '"w"',
+        '"wb"',
+        '"a"',
+        '"ab"',
+        "O_WRONLY",
+    ):
         assert forbidden not in source
