@@ -106,3 +106,16 @@ def test_a_bad_skill_folder_writes_no_lock(machine: Machine) -> None:
     line = one_line_error(machine.toolpin("lock", "--skills", ".claude/skills"))
     assert "skills/deploy/out.md: a link that points outside the skill folder" in line
     assert not (machine.project / "toolpin.lock").exists()
+
+
+def test_a_broken_lock_that_records_skills_is_not_rewritten_without_them(machine: Machine) -> None:
+    assert machine.toolpin("lock", "--skills", ".claude/skills").returncode == 0
+    path = machine.project / "toolpin.lock"
+    doc = json.loads(path.read_text("utf-8"))
+    doc["servers"]["demo"]["surfaceHash"] = "0" * 64
+    path.write_text(json.dumps(doc, indent=2), "utf-8")
+    broken = path.read_bytes()
+    assert "does not verify, and it records skills" in one_line_error(machine.toolpin("lock"))
+    assert path.read_bytes() == broken
+    assert machine.toolpin("lock", "--skills", ".claude/skills").returncode == 0
+    assert json.loads(path.read_text("utf-8"))["skills"]["root"] == ".claude/skills"

@@ -302,6 +302,11 @@ def lock(config_path: Path, lock_path: Path, opts: LockOptions | None = None) ->
                 previous_lock: Lockfile | None = read_lock(lock_path)
             except LockfileError:
                 previous_lock = None
+                if opts.skills is None and _records_skills(lock_path):
+                    raise LockfileError(
+                        f"{lock_path} does not verify, and it records skills",
+                        advice="Re-create it naming the folder: toolpin lock --skills DIR",
+                    ) from None
             previous = previous_lock.servers if previous_lock is not None else {}
             ids: dict[str, str | None] = {s.name: s.server_id for s in config.servers}
             ids.update((r.name, _remote_id(r, opts)) for r in config.remotes)
@@ -352,6 +357,20 @@ def _lock_skills(
         for name, pin in locked.items.items()
     ]
     return doc, outcomes
+
+
+def _records_skills(lock_path: Path) -> bool:
+    """Whether a lock that does not verify still holds a ``skills`` member (then ``lock``
+    without ``--skills`` must not re-create it without them)."""
+    from toolpin.core.canonical import parse_json
+    from toolpin.errors import ToolpinError
+    from toolpin.lockfile.native import SKILLS, read_bytes
+
+    try:
+        doc = parse_json(read_bytes(lock_path))
+    except ToolpinError:
+        return False
+    return isinstance(doc, dict) and SKILLS in doc
 
 
 def _tree_of(pin: SkillPin) -> SkillTree:
