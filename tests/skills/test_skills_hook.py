@@ -12,6 +12,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.skills.skills_support import DEPLOY, Machine, write_skill
 from toolpin.skills.locate import known
@@ -160,3 +162,44 @@ def test_the_skills_hook_imports_the_standard_library_only() -> None:
         "O_WRONLY",
     ):
         assert forbidden not in source
+
+
+names = st.text(
+    alphabet=st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)),
+    min_size=1,
+    max_size=12,
+).filter(lambda n: n not in (".", "..") and len(n.encode("utf-8")) < 200)
+contents = st.binary(max_size=64) | st.text(max_size=64).map(lambda t: t.encode("utf-8"))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    files=st.dictionaries(
+        st.tuples(st.sampled_from(["", "sub/", "sub/deep/"]), names), contents, max_size=8
+    )
+)
+def test_the_hook_digest_is_toolpins_on_any_tree(
+    tmp_path: Path, files: dict[tuple[str, str], bytes]
+) -> None:
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(dir=tmp_path))
+    try:
+        (root / "SKILL.md").write_text("---\nname: x\n---\nbody\n", "utf-8")
+        for (folder, name), body in files.items():
+            if name == "SKILL.md" and not folder:
+                continue
+            try:
+                (root / folder).mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                continue  # a file took the folder's name
+            target = root / folder / name
+            if target.is_dir():
+                continue
+            target.write_bytes(body)
+        assert skills_hook.tree_digest(str(root)) == read_tree(str(root), name="x").digest
+    finally:
+        shutil.rmtree(root)

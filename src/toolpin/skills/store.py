@@ -17,7 +17,7 @@ digest and the skill hash; a pin that does not verify is
 refused (:class:`~toolpin.errors.StoreError`, exit 2), never read as "no pin". Writes
 are atomic, under a cross-process lock, and each one is preceded by its audit entry
 (``skill-pin`` or ``skill-approve`` in the pin store's hash-chained audit log), which
-holds names, hashes and label keys only.
+holds the name in a safe alphabet, the pin file's name, hashes and label keys only.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,8 @@ FORMAT_VERSION: Final = 1
 MAX_PIN_BYTES: Final = 96 * 1024 * 1024
 _HEX64: Final = frozenset("0123456789abcdef")
 _TYPES: Final = frozenset({"text", "binary", "link"})
+_SAFE_NAME: Final = re.compile(r"[^A-Za-z0-9_.@/:-]+")
+"""What of a skill's name the audit log keeps (its pin file's name identifies it exactly)."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,8 @@ class SkillStore:
         path = self.path_for(key)
         data = dumps_with_digest(pin_json(key, name, audit.now_iso(), tree))
         try:
-            audit.append(self.audit_path, event, {"skill": name, **fields})
+            entry = {"skill": _SAFE_NAME.sub("_", name)[:120], "pin": path.stem, **fields}
+            audit.append(self.audit_path, event, entry)
             atomic_write(path, data, mode=0o600)
         except OSError as exc:
             raise StoreWriteError(
