@@ -145,3 +145,28 @@ def test_a_tampered_pin_is_refused(machine: Machine) -> None:
 def test_no_skills(machine: Machine) -> None:
     done = machine.toolpin("skills", "check")
     assert done.returncode == 0 and done.stdout.strip() == "no skills found"
+
+
+def test_a_plugin_update_beside_the_old_version_is_a_change(machine: Machine) -> None:
+    """Claude Code keeps the old version's folder for a while; installed_plugins.json says
+    which version is installed, so the skill keeps its name and shows as changed."""
+    cache = machine.home / ".claude" / "plugins" / "cache" / "m" / "p"
+    write_skill(cache / "1.0.0" / "skills" / "lint")
+    installed = machine.home / ".claude" / "plugins" / "installed_plugins.json"
+
+    def install(version: str) -> None:
+        record = {"scope": "user", "installPath": str(cache / version), "version": version}
+        installed.write_text(json.dumps({"version": 2, "plugins": {"p@m": [record]}}), "utf-8")
+
+    install("1.0.0")
+    assert machine.toolpin("skills", "pin").stdout.startswith("pinned   plugin/m/p/lint")
+    write_skill(cache / "1.1.0" / "skills" / "lint", DEPLOY + "New step.\n")
+    install("1.1.0")
+    check = machine.toolpin("skills", "check")
+    assert check.returncode == 1 and "plugin/m/p/lint (changed)" in check.stdout
+    assert "+ New step." in machine.toolpin("skills", "review").stdout
+    installed.write_text("{broken", "utf-8")  # unreadable: every version is its own skill
+    names = [
+        line.split()[1] for line in machine.toolpin("skills", "check").stdout.splitlines()[:-1]
+    ]
+    assert names == ["plugin/m/p/1.0.0/lint", "plugin/m/p/1.1.0/lint"]

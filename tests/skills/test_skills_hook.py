@@ -127,6 +127,13 @@ def test_the_same_digest_and_names_as_toolpin(machine: Machine, tmp_path: Path) 
     env = {"HOME": str(machine.home)}
     ours = [(r.path, r.key, r.name) for r in known(machine.project, env)]
     assert skills_hook.known(machine.project, config) == ours
+    record = {"installPath": str(cache / "2.0")}
+    doc = {"version": 2, "plugins": {"p@m": [record]}}
+    (config / "plugins" / "installed_plugins.json").write_text(json.dumps(doc), "utf-8")
+    installed = [(r.path, r.key, r.name) for r in known(machine.project, env)]
+    assert skills_hook.known(machine.project, config) == installed
+    assert installed[-1][1:] == ("plugin:m/p/a", "plugin/m/p/a")
+    (config / "plugins" / "installed_plugins.json").unlink()
     assert [name for _, _, name in ours] == [
         "user/notes",
         "project/deploy",

@@ -27,6 +27,7 @@ MAX_DEPTH = 16
 MAX_SKILLS = 1000
 MAX_PIN_BYTES = 96 * 1024 * 1024
 MAX_NAMES = 8
+MAX_INSTALLED_BYTES = 4 * 1024 * 1024
 _SAFE = re.compile(r"[^A-Za-z0-9_.@/-]+")
 
 
@@ -67,6 +68,37 @@ def _dirs(folder: Path) -> list[Path]:
     return [folder / n for n in names if (folder / n).is_dir()]
 
 
+def installed_paths(config: Path) -> set[str] | None:
+    """The real paths of the plugin versions ``installed_plugins.json`` names (its
+    ``plugins`` table: ``{"NAME@MARKETPLACE": [{"installPath": ...}, ...]}``), or None
+    when it cannot be read as that."""
+    try:
+        with open(config / "plugins" / "installed_plugins.json", "rb") as handle:
+            data = handle.read(MAX_INSTALLED_BYTES + 1)
+        doc = json.loads(data) if len(data) <= MAX_INSTALLED_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    table = doc.get("plugins") if isinstance(doc, dict) else None
+    if not isinstance(table, dict):
+        return None
+    found: set[str] = set()
+    for records in table.values():
+        for record in records if isinstance(records, list) else [records]:
+            where = record.get("installPath") if isinstance(record, dict) else None
+            if isinstance(where, str) and where:
+                found.add(os.path.realpath(os.path.expanduser(where)))
+    return found
+
+
+def installed_versions(versions: list[Path], installed: set[str] | None) -> list[Path]:
+    """Of several version folders of one plugin, the ones Claude Code has installed (all
+    of them when it says none of them)."""
+    if installed is None or len(versions) < 2:
+        return versions
+    chosen = [v for v in versions if os.path.realpath(v) in installed]
+    return chosen or versions
+
+
 def known(project: Path, config: Path) -> list[tuple[str, str, str]]:
     """``(path, key, name)`` of every skill, as ``toolpin.skills.locate.known``."""
     project = project.absolute()
@@ -77,9 +109,11 @@ def known(project: Path, config: Path) -> list[tuple[str, str, str]]:
         ("agents", project / ".agents" / "skills"),
     ):
         found += [(str(s), str(s), f"{scope}/{s.name}") for s in _children(folder)]
+    installed = installed_paths(config)
     for market in _dirs(config / "plugins" / "cache"):
         for plugin in _dirs(market):
             versions = [v for v in _dirs(plugin) if (v / "skills").is_dir()]
+            versions = installed_versions(versions, installed)
             for version in versions:
                 for skill in _children(version / "skills"):
                     parts = [market.name, plugin.name, skill.name]

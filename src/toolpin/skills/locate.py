@@ -9,14 +9,16 @@ Known locations (the same the session-start hook reads):
   <plugin>/<version>/skills/*/``.
 
 A skill is a folder holding ``SKILL.md``. Its *key* (what its pin is filed under) is its
-absolute path, except a plugin's, which leaves the version out while one version of the
-plugin is installed, so that an update shows as a change of the same skill. Its *name*
+absolute path, except a plugin's, which leaves the version out, so that an update shows
+as a change of the same skill: of several cached versions of a plugin, the one
+``installed_plugins.json`` names is read (each is its own skill when it names none). Its *name*
 is what people read: ``user/NAME``, ``project/NAME``, ``agents/NAME``,
 ``plugin/MARKETPLACE/PLUGIN/NAME``, or the path for a skill given by path.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -29,6 +31,8 @@ from toolpin.skills.tree import SKILL_FILE
 
 MAX_SKILLS: Final = 1000
 """The most skill folders one command looks at."""
+MAX_INSTALLED_BYTES: Final = 4 * 1024 * 1024
+"""The largest ``installed_plugins.json`` read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +63,12 @@ def skill_folders(folder: Path) -> list[Path]:
 
 def _plugin_skills(config: Path) -> list[SkillRef]:
     cache = config / "plugins" / "cache"
+    installed = installed_paths(config)
     found: list[SkillRef] = []
     for market in _dirs(cache):
         for plugin in _dirs(market):
             versions = [v for v in _dirs(plugin) if (v / "skills").is_dir()]
+            versions = installed_versions(versions, installed)
             for version in versions:
                 for skill in skill_folders(version / "skills"):
                     parts = [market.name, plugin.name, skill.name]
@@ -71,6 +77,37 @@ def _plugin_skills(config: Path) -> list[SkillRef]:
                     label = "/".join(parts)
                     found.append(SkillRef(str(skill), f"plugin:{label}", f"plugin/{label}"))
     return found
+
+
+def installed_paths(config: Path) -> set[str] | None:
+    """The real paths of the plugin versions ``installed_plugins.json`` names (its
+    ``plugins`` table: ``{"NAME@MARKETPLACE": [{"installPath": ...}, ...]}``), or None
+    when it cannot be read as that."""
+    try:
+        with open(config / "plugins" / "installed_plugins.json", "rb") as handle:
+            data = handle.read(MAX_INSTALLED_BYTES + 1)
+        doc = json.loads(data) if len(data) <= MAX_INSTALLED_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    table = doc.get("plugins") if isinstance(doc, dict) else None
+    if not isinstance(table, dict):
+        return None
+    found: set[str] = set()
+    for records in table.values():
+        for record in records if isinstance(records, list) else [records]:
+            where = record.get("installPath") if isinstance(record, dict) else None
+            if isinstance(where, str) and where:
+                found.add(os.path.realpath(os.path.expanduser(where)))
+    return found
+
+
+def installed_versions(versions: list[Path], installed: set[str] | None) -> list[Path]:
+    """Of several version folders of one plugin, the ones Claude Code has installed (all
+    of them when it says none of them)."""
+    if installed is None or len(versions) < 2:
+        return versions
+    chosen = [v for v in versions if os.path.realpath(v) in installed]
+    return chosen or versions
 
 
 def _dirs(folder: Path) -> list[Path]:
