@@ -71,6 +71,7 @@ def _register_commands() -> None:
         report,
         run,
         site,
+        snapshot,
         wrap,
     )
 
@@ -93,6 +94,7 @@ def _register_commands() -> None:
         demo.demo_command,
         demo.demo_server_command,
         lock.lock_command,
+        snapshot.snapshot_command,
         login.login_command,
         gateway.gateway_command,
         wrap.wrap_command,
