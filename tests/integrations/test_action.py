@@ -196,7 +196,7 @@ wheel already."""
 def _server_repo(tmp_path: Path, installed: Installed, *, baseline: bool = True) -> Path:
     """A server's repository: its server (the scripted one), and its committed baseline."""
     project = tmp_path / "server-repo"
-    project.mkdir()
+    project.mkdir(parents=True)
     shutil.copy(SCRIPTED, project / "server.py")
     _serve(project, [SEARCH])
     if baseline:

@@ -31,8 +31,7 @@ MAX_CHARS: Final = 60_000
 _BACKTICKS: Final = re.compile(r"`+")
 _TITLE: Final = "toolpin snapshot"
 NOTHING_SENT: Final = (
-    "The baseline was read from this repository and the server ran on this runner; "
-    "nothing was sent anywhere."
+    "The baseline was read from this repository and the server was started on this runner."
 )
 
 
