@@ -195,3 +195,14 @@ def test_usage_errors(repo: Repo) -> None:
     assert "one of them" in _one_line_error(both)
     assert _one_line_error(repo.toolpin("snapshot", "--json", "--markdown"))
     assert "--comment goes with --check" in _one_line_error(repo.toolpin("snapshot", "--comment"))
+
+
+def test_markdown_of_a_first_and_a_later_snapshot(repo: Repo) -> None:
+    first = repo.toolpin("snapshot", "--markdown")
+    assert first.returncode == 0
+    assert first.stdout.startswith("### toolpin snapshot: no baseline yet for `server`")
+    assert "- `count`\n- `search`\n" in first.stdout
+    later = repo.toolpin("snapshot", "--markdown")
+    assert later.stdout.startswith(f"### toolpin snapshot: wrote `{BASELINE}` for `server`")
+    as_json = json.loads(repo.toolpin("snapshot", "--json").stdout)
+    assert as_json["status"] == "unchanged" and as_json["counts"]["tools"] == 2

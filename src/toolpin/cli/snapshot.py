@@ -142,7 +142,8 @@ def _print_written(
         from toolpin.report.markdown import written_markdown
 
         keys = {x.kind.plural: [d.key for d in x.items] for x in written.snapshot.listings()}
-        click.echo(written_markdown(written.name, out, keys, accept=accept), nl=False)
+        text = written_markdown(written.name, out, keys, accept=accept, created=written.created)
+        click.echo(text, nl=False)
         return
     held = (
         ", ".join(counted(n, kind) for kind, n in _counts(written.snapshot).items())

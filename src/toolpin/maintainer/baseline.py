@@ -56,6 +56,8 @@ class Written:
     snapshot: Snapshot
     changed: bool
     """The file's bytes differ from what was there before (or there was none)."""
+    created: bool = False
+    """There was no baseline before."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ def write(path: Path, target: Target, name: str | None = None) -> Written:
         changed = before != render_lock(entries)
         if changed:
             write_lock(path, entries)
-    return Written(name, path, snapshot, changed)
+    return Written(name, path, snapshot, changed, created=before is None)
 
 
 def _previous(path: Path) -> tuple[bytes | None, dict[str, LockEntry]]:

@@ -133,20 +133,29 @@ def _labels(labels: Iterable[Label]) -> str:
 
 
 def written_markdown(
-    name: str, baseline: str, keys: Mapping[str, Sequence[str]], *, accept: str
+    name: str,
+    baseline: str,
+    keys: Mapping[str, Sequence[str]],
+    *,
+    accept: str,
+    created: bool = True,
 ) -> str:
-    """The report of a first run: no baseline was committed, so one was written here and
-    nothing was compared. ``keys`` are the definition names per listing."""
-    out = [
-        f"### {_TITLE}: no baseline yet for {code(name)}",
-        "",
-        f"There is no {code(baseline)} in this repository, so nothing was compared. "
-        "This run wrote one on the runner. Write it where you work and commit it; from "
-        "then on every change to a definition is shown here.",
-        "",
-        *fenced([accept], "sh"),
-        "",
-    ]
+    """The report of ``snapshot`` (no ``--check``): what the baseline now holds. With
+    ``created`` (a first run: no baseline was committed) it says nothing was compared and
+    how to write and commit one. ``keys`` are the definition names per listing."""
+    if created:
+        out = [
+            f"### {_TITLE}: no baseline yet for {code(name)}",
+            "",
+            f"There is no {code(baseline)} in this repository, so nothing was compared. "
+            "This run wrote one on the runner. Write it where you work and commit it; from "
+            "then on every change to a definition is shown here.",
+            "",
+            *fenced([accept], "sh"),
+            "",
+        ]
+    else:
+        out = [f"### {_TITLE}: wrote {code(baseline)} for {code(name)}", ""]
     for kind, names in keys.items():
         out += [f"**{visible(kind)}** ({len(names)}):", ""]
         out += [f"- {code(key)}" for key in names]
