@@ -244,7 +244,8 @@ def test_maintainer_mode_writes_the_labelled_diff_to_the_summary(
 
 def test_a_first_run_writes_the_baseline_and_fails(installed: Installed, tmp_path: Path) -> None:
     project = _server_repo(tmp_path, installed, baseline=False)
-    results, _ = _run_action(project, installed, skip=_PACKAGE_SET_UP, **MAINTAINER)
+    lines = {**MAINTAINER, "args": "server.py\n  server.json\n"}  # a YAML block of words
+    results, _ = _run_action(project, installed, skip=_PACKAGE_SET_UP, **lines)
     assert results == {"result": "new"}, "no committed baseline is never a pass"
     assert "no baseline yet" in _summary(project)
     assert (project / ".toolpin" / "definitions.json").is_file()
