@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -473,8 +474,18 @@ def test_the_action_contacts_no_host(installed: Installed, tmp_path: Path) -> No
             assert results == {"result": verdict}, (wrap, STDERR)
             assert "toolpin snapshot --check" in ran
             assert "the server could not be checked" not in _summary(project)
-    recorder.sock.close()
     assert recorder.seen == []
+    # Both nets catch what they are for: a request through the proxy variables is recorded,
+    # and no connection at all leaves the namespace.
+    fetch = "import urllib.request as u, sys; u.urlopen(sys.argv[1], timeout=5)"
+    for wrap in ((), prefix):
+        done = subprocess.run(
+            [*wrap, sys.executable, "-c", fetch, "http://example.invalid/"],
+            env={**os.environ, **proxies}, capture_output=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode != 0
+    assert len(recorder.seen) == 1 and recorder.seen[0].startswith(b"GET http://example.invalid/")
+    recorder.sock.close()
 
 
 _NETWORK_WORDS = re.compile(
