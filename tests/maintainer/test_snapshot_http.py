@@ -4,15 +4,13 @@ Python SDK's, on loopback), listed with the same probe as ``toolpin lock``."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.shared import serve_asgi
 from toolpin.lockfile.native import read_lock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,7 +18,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 @contextmanager
 def sdk_http_server(description: str) -> Iterator[str]:
-    import uvicorn
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer("notes-http")
@@ -29,23 +26,8 @@ def sdk_http_server(description: str) -> Iterator[str]:
     def add(a: int, b: int) -> int:
         return a + b
 
-    sock = socket.socket(socket.AF_INET)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    http = uvicorn.Server(
-        uvicorn.Config(server.streamable_http_app(), log_level="critical", lifespan="on")
-    )
-    thread = threading.Thread(target=http.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not http.started:
-        assert time.monotonic() < deadline, "the SDK HTTP server did not start"
-        time.sleep(0.02)
-    try:
+    with serve_asgi(server.streamable_http_app()) as port:
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        http.should_exit = True
-        thread.join(timeout=10)
 
 
 def _toolpin(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
