@@ -83,16 +83,17 @@ def _version(manifest: Path) -> object:
 
 
 @contextmanager
-def serve_asgi(app: Any) -> Iterator[int]:
-    """Serve ``app`` with uvicorn on a free loopback port (yielded) until the block ends."""
+def serve_asgi(app: Any, host: str = "127.0.0.1") -> Iterator[int]:
+    """Serve ``app`` with uvicorn on a free port of ``host`` (IPv4 or IPv6; the port is
+    yielded) until the block ends."""
     import socket
     import threading
     import time
 
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET)
-    sock.bind(("127.0.0.1", 0))
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.bind((host, 0))
     port = sock.getsockname()[1]
     http = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="on"))
     thread = threading.Thread(target=http.run, kwargs={"sockets": [sock]}, daemon=True)
