@@ -42,10 +42,12 @@ ALLOWED: dict[str, set[str]] = {
     "lookup": {"core", "lockfile", "pins", "publog", "probe", "report", "util"},
     "evidence": {"core", "publog", "probe", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
+    "maintainer": {"core", "lockfile", "probe", "report", "team", "util"},
     "skills": {"core", "lockfile", "pins", "util"},
     "cli": {
-        "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "offline", "packages",
-        "pins", "probe", "proxy", "publog", "remote", "report", "site", "skills", "team", "util",
+        "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "maintainer",
+        "offline", "packages", "pins", "probe", "proxy", "publog", "remote", "report", "site",
+        "skills", "team", "util",
     },
     "__main__": {"cli", "proxy", "remote"},
     "__init__": {"core", "offline"},  # the lazy public API
