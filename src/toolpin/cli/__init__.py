@@ -71,6 +71,8 @@ def _register_commands() -> None:
         report,
         run,
         site,
+        skills,
+        snapshot,
         wrap,
     )
 
@@ -93,6 +95,7 @@ def _register_commands() -> None:
         demo.demo_command,
         demo.demo_server_command,
         lock.lock_command,
+        snapshot.snapshot_command,
         login.login_command,
         gateway.gateway_command,
         wrap.wrap_command,
@@ -100,6 +103,7 @@ def _register_commands() -> None:
         policy.policy_command,
         lookup.lookup_command,
         install.install_links_command,
+        skills.skills_group,
         log.log_group,
     ):
         cli.add_command(command)
