@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from toolpin.cli.log import VKEY_HELP
+from toolpin.cli.log_options import VKEY_HELP
 
 
 @click.command("lookup")
