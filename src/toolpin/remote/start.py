@@ -70,7 +70,9 @@ def run_remote_proxy(
 
     source: PinSource | None = None
     if lock is not None or only_locked:
-        locked = _locked_source(target, sid, lock, only_locked=only_locked)
+        locked = _locked_source(
+            target, sid, lock, only_locked=only_locked, log=(log, vkey), quiet=quiet
+        )
         if isinstance(locked, int):
             return locked
         source = locked
@@ -101,7 +103,13 @@ def run_remote_proxy(
 
 
 def _locked_source(
-    target: RemoteTarget, sid: str, lock: str | None, *, only_locked: bool
+    target: RemoteTarget,
+    sid: str,
+    lock: str | None,
+    *,
+    only_locked: bool,
+    log: tuple[str | None, str | None] = (None, None),
+    quiet: bool = False,
 ) -> PinSource | int | None:
     """The team lock's pin source for this remote server, ``None`` when the lock does not
     list it (and --only-locked is not given), or the exit code of a refusal."""
@@ -111,12 +119,20 @@ def _locked_source(
         return only_locked_without_lock(label, server=sid)
     from toolpin.team.run import prepare_locked_remote
 
+    notes: list[str] = []
     try:
-        source = prepare_locked_remote(lock, target.url, name=target.name, label=label)
+        source = prepare_locked_remote(
+            lock, target.url, name=target.name, label=label, log=log, notes=notes
+        )
     except ToolpinError as exc:
         return lock_unusable(label, exc, server=sid)
     if source is None:
         return not_in_lock(label, lock, server=sid, only_locked=only_locked)
+    if not quiet:
+        import sys
+
+        for note in notes:
+            sys.stderr.write(f"toolpin: {note}\n")
     return source
 
 
