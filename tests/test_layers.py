@@ -39,7 +39,7 @@ ALLOWED: dict[str, set[str]] = {
     "publog": {"core", "util"},
     "crawl": {"clients", "core", "lockfile", "packages", "probe", "publog", "report", "util"},
     "site": {"core", "publog", "report", "util", "crawl", "clients", "lockfile"},
-    "lookup": {"core", "lockfile", "pins", "publog", "probe", "report", "util"},
+    "lookup": {"core", "evidence", "lockfile", "pins", "publog", "probe", "report", "util"},
     "evidence": {"core", "publog", "probe", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
     "maintainer": {"core", "lockfile", "probe", "report", "team", "util"},

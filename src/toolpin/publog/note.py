@@ -31,7 +31,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from toolpin.errors import LogError
 
@@ -199,6 +198,9 @@ class Signer:
 
 
 def _public_from_seed(seed: bytes) -> bytes:
+    # Imported here: verifying (the proxy's lookups) never needs the serialization package.
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
     return (
         Ed25519PrivateKey.from_private_bytes(seed)
         .public_key()
