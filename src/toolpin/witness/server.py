@@ -54,7 +54,11 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-class _V6Server(ThreadingHTTPServer):
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default 5 resets connections a busy log opens at once
+
+
+class _V6Server(_Server):
     address_family = socket.AF_INET6
 
 
@@ -79,7 +83,7 @@ class WitnessServer:
         self.witness = witness
         self.host = host
         self.log = log
-        server_class = _V6Server if ":" in host else ThreadingHTTPServer
+        server_class = _V6Server if ":" in host else _Server
         try:
             self.server = server_class((host, port), _handler(self))
         except OSError as exc:
