@@ -7,12 +7,16 @@ Light at import: only ``click``; the witness package is imported inside each com
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from toolpin.cli.log import VKEY_HELP
 
-WITNESS_VKEY_HELP = "A witness's cosignature key (name+id+key, type 0x04), or a file holding it."
+if TYPE_CHECKING:
+    from toolpin.publog.note import Verifier
+    from toolpin.witness.push import PushOutcome
 
 
 @click.group("witness")
@@ -125,18 +129,84 @@ def serve(
     return 0
 
 
+def witness_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--witness VKEY URL`` (repeatable), shared by ``witness push`` and ``log crawl``."""
+    return click.option(
+        "--witness",
+        "witnesses",
+        multiple=True,
+        nargs=2,
+        metavar="VKEY URL",
+        help="A witness: its cosignature key (or a file holding it) and its URL (POSTs go "
+        "to URL/add-checkpoint); repeatable.",
+    )(func)
+
+
+def push_to(
+    log_dir: str,
+    verifier: Verifier,
+    witnesses: Sequence[tuple[str, str]],
+    timeout: float,
+    *,
+    state: str | None = None,
+) -> PushOutcome:
+    """Parse the ``--witness`` pairs and push the log's checkpoint to them (``state``: the
+    file remembering each witness's size; default under TOOLPIN_HOME)."""
+    from pathlib import Path
+
+    from toolpin.cli.log import _vkey_text
+    from toolpin.errors import LogError
+    from toolpin.publog.cosignature import parse_witness_vkey
+    from toolpin.witness.push import WitnessTarget, default_state_path, push_checkpoint
+
+    targets = []
+    for key_text, url in witnesses:
+        try:
+            key = parse_witness_vkey(_vkey_text(key_text))
+        except LogError as exc:
+            raise LogError(f"unusable witness key: {exc.message}") from None
+        targets.append(WitnessTarget(key=key, url=url))
+    memory = Path(state) if state else default_state_path(verifier.name)
+    return push_checkpoint(Path(log_dir), verifier, targets, state=memory, timeout=timeout)
+
+
+def push_json(outcome: PushOutcome) -> dict[str, Any]:
+    return {
+        "origin": outcome.checkpoint.origin,
+        "size": outcome.checkpoint.size,
+        "published": outcome.published,
+        "cosigned": outcome.cosigned,
+        "witnesses": [r.as_json() for r in outcome.results],
+    }
+
+
+def push_lines(outcome: PushOutcome) -> list[str]:
+    from toolpin.core.render import visible
+
+    lines = []
+    for r in outcome.results:
+        if r.cosigned:
+            lines.append(f"cosigned  {visible(r.witness)} (proof from size {r.old_size})")
+        else:
+            mark = "CONFLICT" if r.conflict else "FAILED  "
+            lines.append(f"{mark}  {visible(r.witness)}: {r.reason}")
+    cp = outcome.checkpoint
+    if outcome.published:
+        lines.append(
+            f"published {visible(cp.origin)} at size {cp.size} with {outcome.cosigned} of"
+            f" {len(outcome.results)} cosignatures"
+        )
+    elif outcome.cosigned:
+        lines.append("not published: the checkpoint changed while the witnesses were asked")
+    else:
+        lines.append(f"not published: no witness cosigned {visible(cp.origin)} at size {cp.size}")
+    return lines
+
+
 @witness_group.command("push")
 @click.option("--log", "log_dir", required=True, help="The log directory.")
 @click.option("--vkey", required=True, help=VKEY_HELP)
-@click.option(
-    "--witness",
-    "witnesses",
-    multiple=True,
-    required=True,
-    nargs=2,
-    metavar="VKEY URL",
-    help="A witness: its cosignature key and its URL (POSTs go to URL/add-checkpoint); repeatable.",
-)
+@witness_option
 @click.option(
     "--state",
     "state_file",
@@ -165,52 +235,16 @@ def push(
     Exit codes: 0 every witness cosigned, 1 some did not (what was got is published),
     3 a witness holds another history of this log (a fork), 2 unusable input.
     """
-    from pathlib import Path
+    from toolpin.cli.log import _verifier
 
-    from toolpin.cli.log import _verifier, _vkey_text
-    from toolpin.errors import LogError
-    from toolpin.publog.cosignature import parse_witness_vkey
-    from toolpin.witness.push import WitnessTarget, default_state_path, push_checkpoint
-
+    if not witnesses:
+        raise click.UsageError("give at least one --witness VKEY URL")
     verifier = _verifier(vkey)
-    targets = []
-    for key_text, url in witnesses:
-        try:
-            key = parse_witness_vkey(_vkey_text(key_text))
-        except LogError as exc:
-            raise LogError(f"unusable witness key: {exc.message}") from None
-        targets.append(WitnessTarget(key=key, url=url))
-    state = Path(state_file) if state_file else default_state_path(verifier.name)
-    outcome = push_checkpoint(log_dir, verifier, targets, state=state, timeout=timeout)
+    outcome = push_to(log_dir, verifier, witnesses, timeout, state=state_file)
     if as_json:
         from toolpin.core.render import safe_json
 
-        doc = {
-            "origin": outcome.checkpoint.origin,
-            "size": outcome.checkpoint.size,
-            "published": outcome.published,
-            "cosigned": outcome.cosigned,
-            "witnesses": [r.as_json() for r in outcome.results],
-        }
-        click.echo(safe_json(doc))
-        return outcome.exit_code
-    from toolpin.core.render import visible
-
-    for r in outcome.results:
-        if r.cosigned:
-            click.echo(f"cosigned  {visible(r.witness)} (proof from size {r.old_size})")
-        else:
-            mark = "CONFLICT" if r.conflict else "FAILED  "
-            click.echo(f"{mark}  {visible(r.witness)}: {r.reason}")
-    cp = outcome.checkpoint
-    total = len(outcome.results)
-    if outcome.published:
-        click.echo(
-            f"published {visible(cp.origin)} at size {cp.size} with {outcome.cosigned} of"
-            f" {total} cosignatures"
-        )
-    elif outcome.cosigned:
-        click.echo("not published: the checkpoint changed while the witnesses were asked")
+        click.echo(safe_json(push_json(outcome)))
     else:
-        click.echo(f"not published: no witness cosigned {visible(cp.origin)} at size {cp.size}")
+        click.echo("\n".join(push_lines(outcome)))
     return outcome.exit_code
