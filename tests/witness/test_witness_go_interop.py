@@ -7,39 +7,22 @@ over ``cosignature/v1\\ntime <t>\\n`` + the note text. Go's note itself refuses 
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from tests.shared import build_once
+from tests.shared import build_go
 from witness_helpers import entries, log_signer, make_witness, serving, witness_signer
 
 from toolpin.publog.tiles import TileLog
 from toolpin.witness.push import WitnessTarget, push_checkpoint
 
 GO_SOURCE = Path(__file__).parent / "go" / "cosigverify"
-GOPATH = Path("/usr/share/gocode")
-XMOD = GOPATH / "src" / "golang.org" / "x" / "mod" / "sumdb" / "note"
 
 
 @pytest.fixture(scope="session")
 def go_cosigverify(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    go = shutil.which("go")
-    if go is None or not XMOD.is_dir():
-        pytest.skip("go or golang.org/x/mod is not installed (Debian golang-golang-x-mod-dev)")
-
-    def build(out: Path) -> None:
-        env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": ""}
-        env.setdefault("GOCACHE", str(out / "gocache"))
-        done = subprocess.run(
-            [go, "build", "-o", str(out / "cosigverify"), "."],
-            cwd=GO_SOURCE, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-
-    return build_once(tmp_path_factory, "go-cosigverify", build) / "cosigverify"
+    return build_go(tmp_path_factory, GO_SOURCE, "golang.org/x/mod/sumdb/note")
 
 
 def test_go_note_and_ed25519_accept_the_cosigned_checkpoint(

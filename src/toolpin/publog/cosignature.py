@@ -41,7 +41,7 @@ from toolpin.publog.note import (
     SIGNATURE_PREFIX,
     NoteError,
     NoteSignature,
-    _b64decode,
+    _key_fields,
     split_note,
     valid_key_name,
 )
@@ -87,19 +87,16 @@ def cosignature_message(body: bytes, timestamp: int) -> bytes:
 
 
 def _key_parts(who: str, name: str, hex_id: str, key64: str) -> tuple[bytes, bytes]:
-    if not valid_key_name(name):
-        raise CosignatureError(f"the witness {who} key's name is empty or has spaces or '+'")
-    if len(hex_id) != 8 or any(c not in "0123456789abcdef" for c in hex_id):
-        raise CosignatureError(f"the witness {who} key's id is not 8 lower-case hex digits")
-    try:
-        typed = _b64decode(key64)
-    except NoteError:
-        raise CosignatureError(f"the witness {who} key's key part is not valid base64") from None
-    if len(typed) != 33 or typed[0] != ALG_COSIGNATURE_V1:
-        raise CosignatureError(
-            f"the witness {who} key is not a cosignature/v1 (type 0x04) Ed25519 key"
-        )
-    return bytes.fromhex(hex_id), typed[1:]
+    key_id, raw = _key_fields(
+        f"witness {who}",
+        name,
+        hex_id,
+        key64,
+        alg=ALG_COSIGNATURE_V1,
+        kind="a cosignature/v1 (type 0x04) Ed25519 key",
+        error=CosignatureError,
+    )
+    return key_id.to_bytes(4, "big"), raw
 
 
 @dataclass(frozen=True)
