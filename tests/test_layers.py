@@ -31,7 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "probe": {"core", "util"},
     "offline": {"core", "lockfile", "report", "util"},
     "clients": {"core", "lockfile", "packages", "pins", "util"},
-    "team": {"clients", "core", "lockfile", "packages", "pins", "probe", "report", "util"},
+    "team": {
+        "clients", "core", "lockfile", "packages", "pins", "probe", "report", "skills", "util",
+    },
     "proxy": {"core", "pins", "report", "team", "util"},
     "remote": {"core", "pins", "probe", "proxy", "team", "util"},
     "publog": {"core", "util"},
@@ -41,9 +43,10 @@ ALLOWED: dict[str, set[str]] = {
     "evidence": {"core", "publog", "probe", "util"},
     "witness": {"core", "publog", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
+    "skills": {"core", "lockfile", "pins", "util"},
     "cli": {
         "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "offline", "packages",
-        "pins", "probe", "proxy", "publog", "remote", "report", "site", "team", "util",
+        "pins", "probe", "proxy", "publog", "remote", "report", "site", "skills", "team", "util",
         "witness",
     },
     "__main__": {"cli", "proxy", "remote"},
@@ -76,6 +79,7 @@ THIRD_PARTY_HOMES = {
     "rich": {"cli"},
     "mcp": {"lookup", "remote"},
     "jinja2": {"site"},
+    "yaml": {"skills"},
 }
 """Heavy third-party imports, and the only packages that may make them."""
 
@@ -245,7 +249,7 @@ def test_the_map_sees_every_package() -> None:
     assert {"core", "pins", "proxy", "probe", "team", "cli"} <= packages
 
 
-IMPORT_NAMES = {"httpx2": "httpx2"}
+IMPORT_NAMES = {"httpx2": "httpx2", "pyyaml": "yaml"}
 """Distribution name -> import name, where they differ (most are the same)."""
 
 
