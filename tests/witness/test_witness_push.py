@@ -81,6 +81,14 @@ def test_push_publishes_each_witness_cosignature_and_verifiers_still_accept(
         assert open_checkpoint((log_dir / "checkpoint").read_bytes(), verifier).size == 20
         code, out = _cli("log", "verify", "--log", str(log_dir), "--vkey", verifier.text)
         assert code == 0 and out.startswith("ok: verified 20 entries"), out
+        code, proof = _cli("log", "prove", "--log", str(log_dir), "--entry", "3")
+        assert code == 0 and proof.count("\u2014 witness.example/") == 2  # carried verbatim
+        (tmp_path / "e3.proof").write_text(proof)
+        code, out = _cli(
+            "log", "verify-proof", "--vkey", verifier.text, "--proof", str(tmp_path / "e3.proof"),
+            "--log", str(log_dir),
+        )  # fmt: skip
+        assert code == 0 and out.startswith("ok: entry 3 is in log.example/witnessed"), out
 
         # the log grows: the proof starts at the size each witness cosigned last
         _grow(log_dir, 45)
