@@ -43,11 +43,12 @@ ALLOWED: dict[str, set[str]] = {
     "evidence": {"core", "publog", "probe", "util"},
     "witness": {"core", "publog", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
+    "maintainer": {"core", "lockfile", "probe", "report", "team", "util"},
     "skills": {"core", "lockfile", "pins", "util"},
     "cli": {
-        "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "offline", "packages",
-        "pins", "probe", "proxy", "publog", "remote", "report", "site", "skills", "team", "util",
-        "witness",
+        "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "maintainer",
+        "offline", "packages", "pins", "probe", "proxy", "publog", "remote", "report", "site",
+        "skills", "team", "util", "witness",
     },
     "__main__": {"cli", "proxy", "remote"},
     "__init__": {"core", "offline"},  # the lazy public API

@@ -72,6 +72,7 @@ def _register_commands() -> None:
         run,
         site,
         skills,
+        snapshot,
         witness,
         wrap,
     )
@@ -96,6 +97,7 @@ def _register_commands() -> None:
         demo.demo_command,
         demo.demo_server_command,
         lock.lock_command,
+        snapshot.snapshot_command,
         login.login_command,
         gateway.gateway_command,
         wrap.wrap_command,
