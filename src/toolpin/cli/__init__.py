@@ -73,6 +73,7 @@ def _register_commands() -> None:
         site,
         skills,
         snapshot,
+        witness,
         wrap,
     )
 
@@ -81,6 +82,7 @@ def _register_commands() -> None:
     log.log_group.add_command(evidence.trust_cmd)
     log.log_group.add_command(report.report_command)
     log.log_group.add_command(site.site_cmd)
+    log.log_group.add_command(witness.witness_group)
     for command in (
         offline.pin,
         offline.check,
