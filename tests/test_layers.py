@@ -39,10 +39,11 @@ ALLOWED: dict[str, set[str]] = {
     "site": {"core", "publog", "report", "util", "crawl", "clients", "lockfile"},
     "lookup": {"core", "lockfile", "pins", "publog", "probe", "report", "util"},
     "evidence": {"core", "publog", "probe", "util"},
+    "monitor": {"core", "evidence", "lockfile", "publog", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
     "cli": {
-        "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "offline", "packages",
-        "pins", "probe", "proxy", "publog", "remote", "report", "site", "team", "util",
+        "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "monitor", "offline",
+        "packages", "pins", "probe", "proxy", "publog", "remote", "report", "site", "team", "util",
     },
     "__main__": {"cli", "proxy", "remote"},
     "__init__": {"core", "offline"},  # the lazy public API

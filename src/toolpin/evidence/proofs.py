@@ -38,6 +38,7 @@ from toolpin.evidence.lookup import (
     KIND_MEMBERS,
     entry_time,
     normalise_digest,
+    policy_of,
     refuse_distrusted,
     verified_tree,
     verifier_of,
@@ -154,7 +155,7 @@ def prove(
     refuse_distrusted(state.load(home, verifier.name))
     out: dict[str, LogProof] = {}
     with Fetcher(log.url, timeout=timeout, allow_private=private_allowed(allow_private)) as f:
-        tree = verified_tree(f, verifier, home)
+        tree = verified_tree(f, verifier, home, policy_of(log))
         note = _kept_note(home, verifier, tree.checkpoint)
         for name, index in indices.items():
             entry = tree.entry(index)  # proven included in the verified checkpoint
@@ -246,7 +247,7 @@ def consistent_now(
     origin = verifier.name
     refuse_distrusted(state.load(home, origin))
     with Fetcher(log.url, timeout=timeout, allow_private=private_allowed(allow_private)) as f:
-        tree = verified_tree(f, verifier, home)
+        tree = verified_tree(f, verifier, home, policy_of(log))
         seen: set[tuple[int, bytes]] = set()
         for note in recorded:
             try:
