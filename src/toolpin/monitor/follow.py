@@ -281,7 +281,9 @@ def _event(
         "checkpoint_size": checkpoint.size,
         "server_id": _text(server.get("id")),
         "server_name": _text(server.get("name")),
-        "change": change if change in ("new", "definitions", "package") else None,
+        "change": change
+        if change in ("new", "definitions", "package")
+        else ("definitions" if type(previous) is int else "new"),
         "observed_at": entry_time(value),
         "surface": surface if isinstance(surface, str) and len(surface) == 64 else None,
         "previous": previous if type(previous) is int else None,
