@@ -136,9 +136,16 @@ def monitor_cmd(
         for file in result.evidence:
             click.echo(f"evidence: {file}")
     else:
-        since = "the first entry" if result.since is None else f"checkpoint {result.since}"
+        from toolpin.core.render import counted
+
+        step = (
+            "verified from its first entry"
+            if result.since is None
+            else f"is consistent with checkpoint {result.since}"
+        )
         click.echo(
-            f"ok: {result.origin} checkpoint {result.size} is consistent with {since}; "
-            f"{result.checked} new entries proven, {result.reported} reported"
+            f"ok: {result.origin} checkpoint {result.size} {step}; "
+            f"{counted(result.checked, 'new entry', 'new entries')} proven, "
+            f"{result.reported} reported"
         )
     return result.exit_code

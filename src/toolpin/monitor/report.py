@@ -49,6 +49,12 @@ def _xml(text: object) -> str:
     return escape(str(text)).replace("\ufffe", "\\u{fffe}").replace("\uffff", "\\u{ffff}")
 
 
+def _entry_key(event: dict[str, Any]) -> str:
+    if event.get("event") == "inconsistency":
+        return f"inconsistency:{event.get('kind')}:{event.get('at')}"
+    return str(int(event.get("index", 0)))
+
+
 def atom_feed(origin: str, events: Sequence[dict[str, Any]], *, now: datetime | None = None) -> str:
     """An Atom feed of ``events`` (newest first)."""
     stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -65,7 +71,7 @@ def atom_feed(origin: str, events: Sequence[dict[str, Any]], *, now: datetime | 
         updated = event.get("observed_at") or stamp
         out += [
             "  <entry>",
-            f"    <id>{_xml(feed_id)}:{int(event.get('index', 0))}</id>",
+            f"    <id>{_xml(feed_id)}:{_entry_key(event)}</id>",
             f"    <title>{_xml(event_line(event))}</title>",
             f"    <updated>{_xml(updated)}</updated>",
             f"    <summary>{_xml(event_line(event))}</summary>",
