@@ -40,10 +40,12 @@ ALLOWED: dict[str, set[str]] = {
     "lookup": {"core", "lockfile", "pins", "publog", "probe", "report", "util"},
     "evidence": {"core", "publog", "probe", "util"},
     "monitor": {"core", "evidence", "lockfile", "publog", "util"},
+    "witness": {"core", "publog", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
     "cli": {
         "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "monitor", "offline",
         "packages", "pins", "probe", "proxy", "publog", "remote", "report", "site", "team", "util",
+        "witness",
     },
     "__main__": {"cli", "proxy", "remote"},
     "__init__": {"core", "offline"},  # the lazy public API

@@ -145,7 +145,7 @@ def test_keys_and_times_out_of_range_are_refused() -> None:
 def test_witness_answers_are_parsed_for_shape() -> None:
     w = _signer("one")
     lines = w.cosign(BODY, 1) + _signer("two", "w2").cosign(BODY, 2)
-    assert "".join(parse_cosignature_lines(lines.encode())) == lines
+    assert "".join(s.line for s in parse_cosignature_lines(lines.encode())) == lines
     for bad in [b"", b"no dash\n", lines.encode().rstrip(b"\n"), b"\xff\n"]:
         with pytest.raises(CosignatureError):
             parse_cosignature_lines(bad)

@@ -72,6 +72,7 @@ def _register_commands() -> None:
         report,
         run,
         site,
+        witness,
         wrap,
     )
 
@@ -81,6 +82,7 @@ def _register_commands() -> None:
     log.log_group.add_command(monitor.monitor_cmd)
     log.log_group.add_command(report.report_command)
     log.log_group.add_command(site.site_cmd)
+    log.log_group.add_command(witness.witness_group)
     for command in (
         offline.pin,
         offline.check,

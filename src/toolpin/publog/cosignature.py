@@ -58,6 +58,7 @@ __all__ = [
     "WitnessSigner",
     "cosign",
     "cosignature_message",
+    "is_of",
     "parse_cosignature_lines",
     "parse_witness_vkey",
     "verify_cosignatures",
@@ -253,7 +254,7 @@ def verify_cosignatures(note_text: bytes, witnesses: Sequence[WitnessKey]) -> di
     return found
 
 
-def parse_cosignature_lines(data: bytes) -> list[str]:
+def parse_cosignature_lines(data: bytes) -> list[NoteSignature]:
     """The signature lines of a witness's ``add-checkpoint`` answer, checked for shape only
     (each ``— <name> <base64>\\n``). Which of them verify is for
     :func:`verify_cosignatures` to say once they are appended to the checkpoint."""
@@ -264,4 +265,9 @@ def parse_cosignature_lines(data: bytes) -> list[str]:
         _, signatures = split_note(placeholder + data)
     except NoteError as exc:
         raise CosignatureError(f"a witness answer is not signature lines ({exc.message})") from None
-    return [sig.line for sig in signatures]
+    return signatures
+
+
+def is_of(signature: NoteSignature, key: WitnessKey) -> bool:
+    """Whether a signature line names ``key`` (its name and cosignature key ID)."""
+    return signature.name == key.name and signature.key_id == int.from_bytes(key.key_id, "big")
