@@ -216,3 +216,26 @@ def test_lookups_of_the_proxy_and_the_lock_refuse_without_the_quorum(
     plain = publiclog.settings(home, url=served.url, vkey=str(vkey))
     assert plain is not None and plain.policy is None
     assert look_up(LogRef(served.url, w.vkey), digest, home=home).entry_index == 0  # type: ignore[attr-defined, union-attr]
+
+
+def test_a_lock_proof_is_checked_offline_against_the_policy(
+    tmp_path: Path, served: Served, witnessed: tuple[object, Path, Path]
+) -> None:
+    from toolpin.evidence.proofs import verify_offline
+    from toolpin.publog.entries import decode_entry
+    from toolpin.publog.tiles import TileLog
+
+    w, policy_file, _ = witnessed
+    policy = load_policy(policy_file)
+    served.show(site_of(w, tmp_path / "site"))  # type: ignore[arg-type]
+    digest = decode_entry(TileLog.open(w.path).read_entry(0))["digests"]["surface"]  # type: ignore[attr-defined]
+    vkey = w.vkey  # type: ignore[attr-defined]
+    bare = prove(LogRef(served.url, vkey), {"x": 0}, home=tmp_path / "h1", allow_private=True)["x"]
+    assert verify_offline(bare, digest, vkey=vkey).entry_index == 0  # no policy: as before
+    with pytest.raises(LogProblem, match="not witnessed as the policy requires"):
+        verify_offline(bare, digest, vkey=vkey, policy=policy)
+    cosign_file(served.folder / "checkpoint", A, B)
+    ref = LogRef(served.url, vkey, policy=str(policy_file))
+    kept = prove(ref, {"x": 0}, home=tmp_path / "h2", allow_private=True)["x"]
+    assert verify_offline(kept, digest, vkey=vkey, policy=policy).entry_index == 0
+    assert kept.checkpoint.count("\n\u2014 ") == 3  # the recorded note keeps the cosignatures

@@ -28,7 +28,7 @@ import binascii
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from toolpin.errors import LogError
 from toolpin.evidence import state
@@ -47,6 +47,9 @@ from toolpin.evidence.verify import RemoteTree, check_against_kept, entry_value
 from toolpin.publog.checkpoint import Checkpoint, open_checkpoint, read_unverified
 from toolpin.publog.merkle import HASH_SIZE, inclusion_proof, leaf_hash, verify_inclusion
 from toolpin.publog.note import Verifier
+
+if TYPE_CHECKING:
+    from toolpin.publog.policy import Policy
 
 MAX_ENTRY_BYTES: Final = 64 << 10
 """The largest entry a proof records (a crawler entry is about 1 KB)."""
@@ -182,12 +185,18 @@ def _kept_note(home: Path, verifier: Verifier, checkpoint: Checkpoint) -> str:
 
 
 def verify_offline(
-    proof: LogProof, digest: str, *, vkey: str | None, kind: str = "surface"
+    proof: LogProof,
+    digest: str,
+    *,
+    vkey: str | None,
+    kind: str = "surface",
+    policy: Policy | None = None,
 ) -> Verified:
     """Check ``proof`` with nothing but the key: it shows that the log's signed checkpoint
     includes an entry recording ``digest``. ``vkey=None`` checks everything but the
-    signature (the checkpoint as written). Raises :class:`LogProblem` (``bad-signature``
-    or ``tampered``)."""
+    signature (the checkpoint as written). With a witness ``policy`` (and a key), the
+    recorded checkpoint must carry its quorum's cosignatures. Raises :class:`LogProblem`
+    (``bad-signature`` or ``tampered``)."""
     wanted = normalise_digest(digest)
     if vkey is not None:
         verifier = verifier_of(vkey)
@@ -208,6 +217,15 @@ def verify_offline(
                 "bad-signature",
                 "its public-log proof's checkpoint is not signed by the log's key",
             ) from None
+        if policy is not None:
+            try:
+                policy.check(proof.checkpoint, verifier)
+            except LogError as exc:
+                raise LogProblem(
+                    "bad-signature",
+                    f"its public-log proof's checkpoint is not witnessed as the policy "
+                    f"requires: {exc.message}",
+                ) from None
     else:
         try:
             checkpoint = read_unverified(proof.checkpoint)
