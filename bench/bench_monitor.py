@@ -25,9 +25,14 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests" / "evidence"))
-sys.path.insert(0, str(HERE.parent / "tests" / "site"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "evidence"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "site"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "monitor"))
+
+from evidence_helpers import serve_folder
+from monitor_helpers import plain_log
+
+from toolpin.publog.note import Signer
 
 CHILD = r"""
 import json, resource, sys, time
@@ -48,42 +53,9 @@ print(json.dumps({"exit": result.exit_code, "checked": result.checked,
 """
 
 
-BATCH = 16384
-"""Entries per append (the crawler appends one batch per crawl)."""
-
-
-def canonical(record: dict[str, object]) -> bytes:
-    """RFC 8785 bytes of these records (ASCII strings, small integers, null): sorted keys,
-    no spaces, which is what ``json.dumps`` gives for them (``encode_entry`` is exact for
-    any record, and slower: the log writer checks the form of what it appends anyway)."""
-    return json.dumps(record, sort_keys=True, separators=(",", ":")).encode("ascii")
-
-
-def build(path: Path, count: int, key: object) -> float:
-    from toolpin.publog.tiles import TileLog
-
+def build(path: Path, count: int, key: Signer) -> float:
     start = time.perf_counter()
-    log = TileLog.open(path)
-    pending: list[bytes] = []
-    for i in range(count):
-        pending.append(
-            canonical(
-                {
-                    "type": "toolpin/observation",
-                    "v": 1,
-                    "server": {"id": f"{i % 16:016x}", "name": f"srv-{i % 16}"},
-                    "change": "new" if i < 16 else "definitions",
-                    "observedAt": "2026-11-01T00:00:00Z",
-                    "digests": {"surface": f"{i:064x}"},
-                    "previous": i - 16 if i >= 16 else None,
-                }
-            )
-        )
-        if len(pending) == BATCH:
-            log.append(pending, key)  # type: ignore[arg-type]
-            pending = []
-    if pending:
-        log.append(pending, key)  # type: ignore[arg-type]
+    plain_log(path, count, key)
     return time.perf_counter() - start
 
 
@@ -104,10 +76,6 @@ def main() -> int:
     parser.add_argument("--http", action="store_true", help="also run each pass over HTTP")
     options = parser.parse_args()
     sizes = [int(x) for x in options.entries.split(",") if x]
-
-    from evidence_helpers import serve_folder
-
-    from toolpin.publog.note import Signer
 
     key = Signer.generate("bench.example/log")
     vkey = key.verifier.text

@@ -3,6 +3,7 @@ own writer (``LogWriter``, ``TileLog``) and h27a's ``cosign``."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,6 @@ from typing import Any
 from site_helpers import LogWriter, tool
 
 from toolpin.publog.cosignature import WitnessSigner
-from toolpin.publog.entries import encode_entry
 from toolpin.publog.note import Signer
 from toolpin.publog.tiles import TileLog
 
@@ -41,8 +41,16 @@ def change_files(w: LogWriter) -> None:
     w.commit()
 
 
-def plain_log(path: Path, count: int, key: Signer, *, batch: int = 1000, tag: str = "a") -> TileLog:
-    """A log of ``count`` small entries, one server per 16 entries (``srv-<n>``)."""
+def canonical(record: dict[str, Any]) -> bytes:
+    """RFC 8785 bytes of these records (ASCII strings, small integers, null): sorted keys,
+    no spaces, which is what ``json.dumps`` gives for them (the log writer checks the form
+    of every entry it appends)."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":")).encode("ascii")
+
+
+def plain_log(path: Path, count: int, key: Signer, *, batch: int = 16384) -> TileLog:
+    """A log of ``count`` small observation records, 16 servers (``srv-<n>``) taking turns,
+    appended with publog's writer ``batch`` entries at a time."""
     log = TileLog.open(path)
     pending: list[bytes] = []
     for i in range(count):
@@ -53,9 +61,9 @@ def plain_log(path: Path, count: int, key: Signer, *, batch: int = 1000, tag: st
             "change": "new" if i < 16 else "definitions",
             "observedAt": "2026-11-01T00:00:00Z",
             "digests": {"surface": f"{i:064x}"},
-            "tag": tag,
+            "previous": i - 16 if i >= 16 else None,
         }
-        pending.append(encode_entry(record))
+        pending.append(canonical(record))
         if len(pending) == batch:
             log.append(pending, key)
             pending = []
