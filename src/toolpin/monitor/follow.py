@@ -354,7 +354,12 @@ def _run(
         result.served_note = served
         result.size = checkpoint.size
         if policy is not None:
-            policy.check(served.encode("utf-8"), verifier)
+            from toolpin.publog.policy import PolicyError
+
+            try:
+                policy.check(served.encode("utf-8"), verifier)
+            except PolicyError as exc:
+                return _problem(result, "policy", exc.message)
         tree = RemoteTree(fetcher, checkpoint)
         for reference, note in ((kept, st.checkpoint), (target, st.target)):
             verdict = check_against_kept(tree, reference)
@@ -378,8 +383,8 @@ def _run(
             mstate.save(state_path, st)
             raise
         return _problem(result, problem.kind, problem.message)
-    except LogError as exc:  # the policy refused the checkpoint
-        return _problem(result, "policy", exc.message)
+    except LogError as exc:  # a malformed tree or entry the proofs could not use
+        return _problem(result, "tampered", exc.message)
     result.exit_code = 1 if result.reported else 0
     return result
 
