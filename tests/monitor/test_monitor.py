@@ -290,3 +290,16 @@ def test_every_label_core_can_give_is_accepted() -> None:
     source = (root / "labels.py").read_text() + (root / "drift.py").read_text()
     keys = set(re.findall(r'Label\(\s*"([a-z-]+)"', source)) | {"server-name"}
     assert keys and keys <= KNOWN_LABELS
+
+
+def test_over_a_published_site_labels_come_from_its_blobs(tmp_path: Path, served: Served) -> None:
+    from evidence_helpers import site_of
+
+    w = two_servers(tmp_path / "log")
+    change_files(w)
+    served.show(site_of(w, tmp_path / "site"))
+    result, events = _pass(
+        served.url, w.vkey, tmp_path / "s.json", watch=Watch(labels=frozenset({"secrets"}))
+    )
+    assert result.exit_code == 1 and [e["index"] for e in events] == [2]
+    assert "unknown" not in events[0]["labels"]
