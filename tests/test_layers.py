@@ -31,7 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "probe": {"core", "util"},
     "offline": {"core", "lockfile", "report", "util"},
     "clients": {"core", "lockfile", "packages", "pins", "util"},
-    "team": {"clients", "core", "lockfile", "packages", "pins", "probe", "report", "util"},
+    "team": {
+        "clients", "core", "lockfile", "packages", "pins", "probe", "report", "skills", "util",
+    },
     "proxy": {"core", "pins", "report", "team", "util"},
     "remote": {"core", "pins", "probe", "proxy", "team", "util"},
     "publog": {"core", "util"},
@@ -42,10 +44,11 @@ ALLOWED: dict[str, set[str]] = {
     "monitor": {"core", "evidence", "lockfile", "publog", "util"},
     "witness": {"core", "publog", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
+    "skills": {"core", "lockfile", "pins", "util"},
     "cli": {
         "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "monitor", "offline",
-        "packages", "pins", "probe", "proxy", "publog", "remote", "report", "site", "team", "util",
-        "witness",
+        "packages", "pins", "probe", "proxy", "publog", "remote", "report", "site", "skills", "team",
+        "util", "witness",
     },
     "__main__": {"cli", "proxy", "remote"},
     "__init__": {"core", "offline"},  # the lazy public API
@@ -77,6 +80,7 @@ THIRD_PARTY_HOMES = {
     "rich": {"cli"},
     "mcp": {"lookup", "remote"},
     "jinja2": {"site"},
+    "yaml": {"skills"},
 }
 """Heavy third-party imports, and the only packages that may make them."""
 
@@ -246,7 +250,7 @@ def test_the_map_sees_every_package() -> None:
     assert {"core", "pins", "proxy", "probe", "team", "cli"} <= packages
 
 
-IMPORT_NAMES = {"httpx2": "httpx2"}
+IMPORT_NAMES = {"httpx2": "httpx2", "pyyaml": "yaml"}
 """Distribution name -> import name, where they differ (most are the same)."""
 
 

@@ -72,6 +72,7 @@ def _register_commands() -> None:
         report,
         run,
         site,
+        skills,
         witness,
         wrap,
     )
@@ -104,6 +105,7 @@ def _register_commands() -> None:
         policy.policy_command,
         lookup.lookup_command,
         install.install_links_command,
+        skills.skills_group,
         log.log_group,
     ):
         cli.add_command(command)
