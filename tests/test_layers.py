@@ -47,8 +47,8 @@ ALLOWED: dict[str, set[str]] = {
     "skills": {"core", "lockfile", "pins", "util"},
     "cli": {
         "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "monitor", "offline",
-        "packages", "pins", "probe", "proxy", "publog", "remote", "report", "site", "skills", "team",
-        "util", "witness",
+        "packages", "pins", "probe", "proxy", "publog", "remote", "report", "site", "skills",
+        "team", "util", "witness",
     },
     "__main__": {"cli", "proxy", "remote"},
     "__init__": {"core", "offline"},  # the lazy public API
