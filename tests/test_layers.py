@@ -41,14 +41,15 @@ ALLOWED: dict[str, set[str]] = {
     "site": {"core", "publog", "report", "util", "crawl", "clients", "lockfile"},
     "lookup": {"core", "evidence", "lockfile", "pins", "publog", "probe", "report", "util"},
     "evidence": {"core", "publog", "probe", "util"},
+    "monitor": {"core", "evidence", "lockfile", "publog", "util"},
     "witness": {"core", "publog", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
     "maintainer": {"core", "lockfile", "probe", "report", "team", "util"},
     "skills": {"core", "lockfile", "pins", "util"},
     "cli": {
         "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "maintainer",
-        "offline", "packages", "pins", "probe", "proxy", "publog", "remote", "report", "site",
-        "skills", "team", "util", "witness",
+        "monitor", "offline", "packages", "pins", "probe", "proxy", "publog", "remote", "report",
+        "site", "skills", "team", "util", "witness",
     },
     "__main__": {"cli", "proxy", "remote"},
     "__init__": {"core", "offline"},  # the lazy public API

@@ -65,6 +65,7 @@ def _register_commands() -> None:
         log,
         login,
         lookup,
+        monitor,
         offline,
         pins,
         policy,
@@ -80,6 +81,7 @@ def _register_commands() -> None:
     log.log_group.add_command(crawl.crawl_cmd)
     log.log_group.add_command(evidence.lookup_cmd)
     log.log_group.add_command(evidence.trust_cmd)
+    log.log_group.add_command(monitor.monitor_cmd)
     log.log_group.add_command(report.report_command)
     log.log_group.add_command(site.site_cmd)
     log.log_group.add_command(witness.witness_group)
