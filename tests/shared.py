@@ -107,3 +107,32 @@ def serve_asgi(app: Any, host: str = "127.0.0.1") -> Iterator[int]:
     finally:
         http.should_exit = True
         thread.join(timeout=10)
+
+
+GOPATH = Path("/usr/share/gocode")
+"""Debian's Go packages (golang-golang-x-mod-dev puts golang.org/x/mod/sumdb here)."""
+
+
+def build_go(tmp_path_factory: pytest.TempPathFactory, source: Path, *needs: str) -> Path:
+    """The Go program in ``source`` built once per run (GOPATH mode, Debian's packages),
+    its binary named after the folder; skips when ``go`` or a package of ``needs``
+    (import paths under GOPATH) is not installed."""
+    go = shutil.which("go")
+    missing = [n for n in needs if not (GOPATH / "src" / n).is_dir()]
+    if go is None or missing:
+        pytest.skip("go or golang.org/x/mod is not installed (Debian golang-golang-x-mod-dev)")
+
+    def build(out: Path) -> None:
+        env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": ""}
+        env.setdefault("GOCACHE", str(out / "gocache"))
+        done = subprocess.run(
+            [go, "build", "-o", str(out / source.name), "."],
+            cwd=source,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+
+    return build_once(tmp_path_factory, f"go-{source.name}", build) / source.name

@@ -65,6 +65,7 @@ def _register_commands() -> None:
         log,
         login,
         lookup,
+        monitor,
         offline,
         pins,
         policy,
@@ -73,14 +74,17 @@ def _register_commands() -> None:
         site,
         skills,
         snapshot,
+        witness,
         wrap,
     )
 
     log.log_group.add_command(crawl.crawl_cmd)
     log.log_group.add_command(evidence.lookup_cmd)
     log.log_group.add_command(evidence.trust_cmd)
+    log.log_group.add_command(monitor.monitor_cmd)
     log.log_group.add_command(report.report_command)
     log.log_group.add_command(site.site_cmd)
+    log.log_group.add_command(witness.witness_group)
     for command in (
         offline.pin,
         offline.check,

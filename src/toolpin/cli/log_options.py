@@ -1,8 +1,6 @@
 """The options that name a public log to consult (``run``, ``show``, ``review``,
 ``approve``): its URL, its verifier key and the ``require-public`` policy. Without them
-the environment or ``TOOLPIN_HOME/config.json`` may name one (docs/proxy.md). And the two
-options of the commands that read a log's own folder (``log verify``, ``log site``,
-``report``): the folder and its pinned verifier key."""
+the environment or ``TOOLPIN_HOME/config.json`` may name one (docs/proxy.md)."""
 
 from __future__ import annotations
 
@@ -36,12 +34,12 @@ def log_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return log_option(vkey_option(require_public_option(func)))
 
 
-VKEY_HELP = "The pinned verifier key (name+id+key), or a file holding it (last line used)."
-
-log_dir_option = click.option("--log", "log_dir", required=True, help="The log directory.")
-pinned_vkey_option = click.option("--vkey", required=True, help=VKEY_HELP)
-
-
-def log_dir_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--log DIR --vkey KEY``: a log's folder and the verifier key it must be signed with."""
-    return log_dir_option(pinned_vkey_option(func))
+accept_public_after_option = click.option(
+    "--accept-public-after",
+    "accept_after",
+    default=None,
+    type=click.IntRange(1, 3650),
+    metavar="DAYS",
+    help="Accept a change the log recorded at least DAYS ago whose labels aim at nothing "
+    "the model reads (audited); every other change still waits for a person.",
+)

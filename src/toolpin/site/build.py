@@ -12,11 +12,12 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import importlib.resources
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import jinja2
 from markupsafe import Markup
@@ -47,7 +48,10 @@ from toolpin.site.output import SiteWriter, state_path
 from toolpin.site.pages import ServerPage
 from toolpin.site.render import CSP, environment, site_path
 
-STATIC_FILES: Final = ("site.css", "verify.js", "filter.js", "compare.js")
+if TYPE_CHECKING:
+    from toolpin.publog.policy import Policy
+
+STATIC_FILES: Final = ("site.css", "verify.js", "filter.js", "compare.js", "witness.js")
 PAIR_VERSIONS: Final = 3
 """Diff pages between each of a server's latest this-many versions and the current one
 (every version is also compared with the next one, on the server page)."""
@@ -335,11 +339,15 @@ def build_site(
     now: dt.datetime,
     state: Path | None = None,
     cache: Path | None = None,
+    policy: Policy | None = None,
 ) -> BuildResult:
     """Build the site of the log in ``log_dir`` into ``out`` (see the module doc).
 
     ``cache``: a folder (outside ``out``) where each change's work is kept between
-    builds (:mod:`toolpin.site.cache`); ``None``: everything is computed afresh."""
+    builds (:mod:`toolpin.site.cache`); ``None``: everything is computed afresh.
+    ``policy``: a witness policy: the checkpoint must carry its quorum's cosignatures
+    (else :class:`~toolpin.publog.policy.PolicyError`), and every server page checks them
+    in the browser too (``static/witness.js``)."""
     import shutil
 
     _check_folders(log_dir, out)
@@ -347,6 +355,9 @@ def build_site(
         base_url += "/"
     view = read_log(log_dir, vkey, state=state)
     code = code_digest()
+    if policy is not None:
+        policy.check(view.checkpoint.note, vkey)
+        code += json.dumps(policy.to_json(), sort_keys=True)  # another policy: another site
     inputs = _inputs_digest(view, base_url, now, code)
     kept = None if cache is None else state_path(cache, out)  # never inside ``out``
     staging = _staging(out)
@@ -366,7 +377,14 @@ def build_site(
         else:
             writer = SiteWriter(staging, state=kept, manifest=False, fresh=True)
         result = _build(
-            view, vkey, writer, base_url=base_url, now=now, inputs=inputs, cache=(cache, code)
+            view,
+            vkey,
+            writer,
+            base_url=base_url,
+            now=now,
+            inputs=inputs,
+            cache=(cache, code),
+            policy=policy,
         )
         if staging is not None:
             if out.is_dir():
@@ -388,11 +406,15 @@ def _build(
     now: dt.datetime,
     inputs: str,
     cache: tuple[Path | None, str],
+    policy: Policy | None = None,
 ) -> BuildResult:
     from toolpin.site import api, digests, feeds
 
     root = writer.root
     env = environment()
+    env.globals["witness_policy"] = (
+        "" if policy is None else json.dumps(policy.to_json(), sort_keys=True)
+    )
     context: dict[str, Any] = {"checkpoint": view.checkpoint, "base_url": base_url}
 
     def the_log() -> None:  # while the servers are built (in other processes when many)

@@ -165,7 +165,11 @@
     }
     var computed = await subtree(0, size);
     if (!equal(computed, rootHash)) fail("the tiles do not lead to the checkpoint's root");
-    say(true, "Entry " + index + " verified against checkpoint " + size + ", signed by " + name + ".");
+    var witnessed = document.querySelector("script[data-policy]"); // built with a policy
+    if (witnessed && !window.toolpinWitnessed) fail("the witness check did not load");
+    if (witnessed) await window.toolpinWitnessed(note); // witness.js
+    say(true, "Entry " + index + " verified against checkpoint " + size + ", signed by " + name +
+      (witnessed ? " and cosigned by its witness quorum." : "."));
   }
   status.textContent = "Checking entry " + index + " against the signed checkpoint…";
   run().catch(function (error) {
