@@ -38,11 +38,12 @@ ALLOWED: dict[str, set[str]] = {
     "crawl": {"clients", "core", "lockfile", "packages", "probe", "publog", "report", "util"},
     "site": {"core", "publog", "report", "util", "crawl", "clients", "lockfile"},
     "lookup": {"core", "lockfile", "pins", "publog", "probe", "report", "util"},
-    "evidence": {"core", "publog", "probe", "util"},
+    "evidence": {"core", "publog", "probe", "storage", "util"},
+    "storage": {"publog", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
     "cli": {
         "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "offline", "packages",
-        "pins", "probe", "proxy", "publog", "remote", "report", "site", "team", "util",
+        "pins", "probe", "proxy", "publog", "remote", "report", "site", "storage", "team", "util",
     },
     "__main__": {"cli", "proxy", "remote"},
     "__init__": {"core", "offline"},  # the lazy public API

@@ -71,6 +71,7 @@ def _register_commands() -> None:
         report,
         run,
         site,
+        storage,
         wrap,
     )
 
@@ -79,6 +80,8 @@ def _register_commands() -> None:
     log.log_group.add_command(evidence.trust_cmd)
     log.log_group.add_command(report.report_command)
     log.log_group.add_command(site.site_cmd)
+    log.log_group.add_command(crawl.append_cmd)
+    log.log_group.add_command(storage.publish_cmd)
     for command in (
         offline.pin,
         offline.check,
