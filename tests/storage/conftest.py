@@ -21,26 +21,20 @@ MOTO = Path(sys.executable).parent / "moto_server"
 
 
 @pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[str]:
+def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not MOTO.exists():
         pytest.fail("moto_server is missing: install the test extras (moto[server])")
-    proc = subprocess.Popen(
-        [str(MOTO), "-H", "127.0.0.1", "-p", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
+    log = tmp_path_factory.mktemp("moto") / "moto.log"
+    with open(log, "wb") as sink:  # a file, not a pipe: its request log never blocks it
+        proc = subprocess.Popen(
+            [str(MOTO), "-H", "127.0.0.1", "-p", "0"], stdout=sink, stderr=subprocess.STDOUT
+        )
     endpoint = None
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        match = re.search(r"Running on (http://127\.0\.0\.1:\d+)", line)
-        if match:
-            endpoint = match[1]
-            break
+    while endpoint is None and time.monotonic() < deadline and proc.poll() is None:
+        match = re.search(r"Running on (http://127\.0\.0\.1:\d+)", log.read_text("utf-8"))
+        endpoint = match[1] if match else None
+        time.sleep(0.05)
     if endpoint is None:
         proc.kill()
         pytest.fail("moto_server did not start")
@@ -49,7 +43,6 @@ def s3_endpoint() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-        proc.stdout.close()
 
 
 @pytest.fixture

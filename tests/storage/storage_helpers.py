@@ -2,18 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner, Result
 from crawl_helpers import stub_argv, tool, write_config, write_spec
 
-from toolpin.cli import _register_commands, cli
+from toolpin.cli import main
+
+
+@dataclass(frozen=True)
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
 
 
 def run(*args: str) -> Result:
-    _register_commands()
-    return CliRunner().invoke(cli, list(args))
+    """``toolpin ARGS`` in this process, through the real entry point (exit codes and
+    one-line errors as a user sees them)."""
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return Result(code, out.getvalue(), err.getvalue())
 
 
 def config(tmp_path: Path, count: int, *, version: str = "a") -> Path:
@@ -28,11 +49,17 @@ def config(tmp_path: Path, count: int, *, version: str = "a") -> Path:
     return write_config(tmp_path / f"servers-{version}.json", servers)
 
 
-def objects(s3: Any, bucket: str, prefix: str = "") -> dict[str, dict[str, Any]]:
-    """Every object under ``prefix``: key (relative) -> its HEAD."""
+def listing(s3: Any, bucket: str, prefix: str = "") -> dict[str, dict[str, Any]]:
+    """Every object under ``prefix``: key (relative) -> its listing (ETag, LastModified)."""
     out = {}
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
-            key = item["Key"]
-            out[key[len(prefix) :]] = s3.head_object(Bucket=bucket, Key=key)
+            out[item["Key"][len(prefix) :]] = item
     return out
+
+
+def objects(s3: Any, bucket: str, prefix: str = "") -> dict[str, dict[str, Any]]:
+    """Every object under ``prefix``: key (relative) -> its HEAD (metadata, headers)."""
+    return {
+        rel: s3.head_object(Bucket=bucket, Key=prefix + rel) for rel in listing(s3, bucket, prefix)
+    }
