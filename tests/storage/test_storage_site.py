@@ -7,12 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from crawl_helpers import LogKey, independent_check
 from storage_helpers import config, listing, run
 
 NOW = "2026-12-01T00:00:00Z"
 
 
+@pytest.mark.slow  # the site is ~4,200 objects, all sent once to the loopback server
 def test_site_from_a_bucket_to_a_bucket_and_lookups_against_it(
     tmp_path: Path, log_key: LogKey, bucket: str, s3: Any
 ) -> None:

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from toolpin.crawl.candidates import SOURCES, Candidate, PackageCoords
 from toolpin.crawl.record import Observation, definitions_blob
-from toolpin.errors import InputError, ToolpinError
+from toolpin.errors import InputError, JSONError, LockfileError, ToolpinError
 
 FORMAT: Final = "toolpin-observations"
 VERSION: Final = 1
@@ -258,6 +258,8 @@ def decode_observations(data: bytes, where: str) -> list[Outcome]:
             )
         except _Bad as exc:
             raise InputError(f"{where}: line {number} has a bad {exc}") from None
+        except (JSONError, LockfileError) as exc:  # not a lock's advice: say which line
+            raise InputError(f"{where}: line {number}: {exc.message}") from None
         except InputError:
             raise
         except ToolpinError as exc:
