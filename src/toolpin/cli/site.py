@@ -58,7 +58,8 @@ def site_cmd(
     that verifies; refuses one that does not (exit 1)."""
     from toolpin.cli.log import _verifier
     from toolpin.site.build import build_site, default_cache, parse_now
-    from toolpin.storage.workspace import readable_log, site_folder
+    from toolpin.storage.publish import site_folder
+    from toolpin.storage.workspace import readable_log
 
     verifier = _verifier(vkey)
     with readable_log(log_dir) as log_path, site_folder(out_dir) as (out_path, publish):

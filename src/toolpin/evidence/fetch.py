@@ -116,10 +116,11 @@ class Fetcher:
         from toolpin.errors import StoreError
 
         try:
-            data = self._bucket.get(rel, cap)
+            data: bytes | None = self._bucket.get(rel, cap)
         except StoreError as exc:
-            reason = "tampered" if "larger than" in exc.message else "unreachable"
-            raise LogProblem(reason, f"the log's bucket cannot be read ({what})") from None
+            if "larger than" in exc.message:
+                raise LogProblem("tampered", f"{what} is larger than any valid file") from None
+            raise LogProblem("unreachable", f"the log's bucket cannot be read ({what})") from None
         if data is None:
             raise LogProblem("unreachable", f"the log's bucket has no {what}")
         self.fetched += len(data)

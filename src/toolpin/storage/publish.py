@@ -9,16 +9,20 @@ by a conditional write. :func:`publish_site` sends a site folder with the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolpin.publog.note import Verifier
+from toolpin.storage.layout import is_log_file, log_file_cap
 from toolpin.storage.lock import BucketLock
 from toolpin.storage.s3 import Bucket
 from toolpin.storage.sync import SyncResult, headers_cache_control, log_cache_control, push
-from toolpin.storage.url import parse_bucket_url
-from toolpin.storage.workspace import is_log_file, log_file_cap
+from toolpin.storage.url import is_bucket_url, parse_bucket_url
+from toolpin.storage.workspace import _lock_path, local_copy
+from toolpin.util.fs import locked
 
 
 @dataclass(frozen=True)
@@ -107,4 +111,27 @@ def publish_site(site_dir: Path, dest: str) -> Published:
     return Published(True, "the site was published", location.url, sync)
 
 
-__all__ = ["Published", "publish_log", "publish_site"]
+def _nothing() -> None:
+    return None
+
+
+@contextmanager
+def site_folder(where: str) -> Iterator[tuple[Path, Callable[[], None]]]:
+    """Where to build a site for ``where`` and how to publish it there: a folder is built
+    in place; a bucket prefix is built in its local copy (kept between builds, so a build
+    stays incremental) and sent by :func:`~toolpin.storage.publish.publish_site`."""
+    if not is_bucket_url(where):
+        yield Path(where), _nothing
+        return
+    location = parse_bucket_url(where)
+    copy = local_copy(location, "site")
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    with locked(_lock_path(copy), timeout=600.0):
+
+        def publish() -> None:
+            publish_site(copy, location.url)
+
+        yield copy, publish
+
+
+__all__ = ["Published", "publish_log", "publish_site", "site_folder"]

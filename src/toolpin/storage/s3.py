@@ -48,6 +48,8 @@ def md5_etag(data: bytes) -> str:
 
 def content_type(rel: str) -> str:
     name = rel.rsplit("/", 1)[-1]
+    if rel.startswith("blob/sha256/"):
+        return "application/json"  # a log's blobs are RFC 8785 JSON
     if name == "checkpoint":
         return "text/plain; charset=utf-8"
     guessed, _ = mimetypes.guess_type(name)

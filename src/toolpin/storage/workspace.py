@@ -12,36 +12,18 @@ it is still the one the writer started from and the lock is still the writer's.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
 
 from toolpin.errors import LogError
-from toolpin.publog.tiles import max_file_bytes
+from toolpin.storage.layout import is_log_file, log_file_cap
 from toolpin.storage.lock import DEFAULT_TTL, BucketLock
 from toolpin.storage.s3 import Bucket, md5_etag
 from toolpin.storage.sync import SyncResult, pull, push
 from toolpin.storage.url import S3Location, is_bucket_url, parse_bucket_url
 from toolpin.util.fs import locked, toolpin_cache
-
-MAX_BLOB_BYTES: Final = 64 << 20
-MAX_OPTOUT_BYTES: Final = 1 << 20
-OPTOUT: Final = "OPTOUT.txt"
-
-
-def is_log_file(rel: str) -> bool:
-    """The files of a tiled log (a site in the same prefix is left alone)."""
-    return rel in ("checkpoint", OPTOUT) or rel.startswith(("tile/", "blob/sha256/"))
-
-
-def log_file_cap(rel: str) -> int:
-    if rel.startswith("blob/"):
-        return MAX_BLOB_BYTES
-    if rel == OPTOUT:
-        return MAX_OPTOUT_BYTES
-    return max_file_bytes(rel)
 
 
 def local_copy(location: S3Location, kind: str) -> Path:
@@ -121,40 +103,9 @@ def writable_log(where: str, *, lock_ttl: float = DEFAULT_TTL) -> Iterator[Writa
         yield WritableLog(copy, bucket, lock, etag)
 
 
-Publish = Callable[[], None]
-
-
-def _nothing() -> None:
-    return None
-
-
-@contextmanager
-def site_folder(where: str) -> Iterator[tuple[Path, Publish]]:
-    """Where to build a site for ``where`` and how to publish it there: a folder is built
-    in place; a bucket prefix is built in its local copy (kept between builds, so a build
-    stays incremental) and sent by :func:`~toolpin.storage.publish.publish_site`."""
-    if not is_bucket_url(where):
-        yield Path(where), _nothing
-        return
-    from toolpin.storage.publish import publish_site
-
-    location = parse_bucket_url(where)
-    copy = local_copy(location, "site")
-    copy.parent.mkdir(parents=True, exist_ok=True)
-    with locked(_lock_path(copy), timeout=600.0):
-
-        def publish() -> None:
-            publish_site(copy, location.url)
-
-        yield copy, publish
-
-
 __all__ = [
     "WritableLog",
-    "is_log_file",
     "local_copy",
-    "log_file_cap",
     "readable_log",
-    "site_folder",
     "writable_log",
 ]
