@@ -3,26 +3,25 @@ log that verifies (``log crawl --shard K/N`` then ``log append --from``)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
-from crawl_helpers import LogKey, independent_check, stub_argv, tool, write_config, write_spec
+from crawl_helpers import (
+    LogKey,
+    independent_check,
+    run_toolpin,
+    stub_argv,
+    tool,
+    write_config,
+    write_spec,
+)
 
-from toolpin.cli import main
 from toolpin.crawl.observations import Shard
 
 
 def _run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, out.getvalue(), err.getvalue()
+    result = run_toolpin(*args)
+    return result.exit_code, result.stdout, result.stderr
 
 
 def _servers(tmp_path: Path, count: int, version: str) -> Path:

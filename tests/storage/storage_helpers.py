@@ -2,39 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crawl_helpers import stub_argv, tool, write_config, write_spec
+from crawl_helpers import run_toolpin, stub_argv, tool, write_config, write_spec
 
-from toolpin.cli import main
-
-
-@dataclass(frozen=True)
-class Result:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
-
-def run(*args: str) -> Result:
-    """``toolpin ARGS`` in this process, through the real entry point (exit codes and
-    one-line errors as a user sees them)."""
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return Result(code, out.getvalue(), err.getvalue())
+run = run_toolpin
 
 
 def config(tmp_path: Path, count: int, *, version: str = "a") -> Path:

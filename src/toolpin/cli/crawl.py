@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from toolpin.crawl.runner import CrawlEvent, CrawlSummary, ServerResult
 
 SOURCE_CHOICES = ("config", "registry", "npm", "github")
+_KEY_OPTION = click.option(
+    "--key",
+    "key_file",
+    default=None,
+    help="The log's signing key file (default: the key text in $TOOLPIN_LOG_KEY).",
+)
 
 
 @click.command("crawl")
@@ -29,12 +35,7 @@ SOURCE_CHOICES = ("config", "registry", "npm", "github")
     default=None,
     help="The log directory (created if missing), or s3://bucket/prefix.",
 )
-@click.option(
-    "--key",
-    "key_file",
-    default=None,
-    help="The log's signing key file (default: the key text in $TOOLPIN_LOG_KEY).",
-)
+@_KEY_OPTION
 @click.option(
     "--servers",
     "servers",
@@ -296,12 +297,7 @@ def summary_table(summary: CrawlSummary) -> list[str]:
     required=True,
     help="The log directory (created if missing), or s3://bucket/prefix.",
 )
-@click.option(
-    "--key",
-    "key_file",
-    default=None,
-    help="The log's signing key file (default: the key text in $TOOLPIN_LOG_KEY).",
-)
+@_KEY_OPTION
 @click.option(
     "--from",
     "sources",

@@ -29,6 +29,7 @@ from toolpin.crawl.runner import (
     ServerResult,
     Status,
     _commit,
+    _result,
     _select,
     crawl_lock_path,
     log_outcomes,
@@ -75,18 +76,7 @@ def _observed(outcome: Outcome) -> ServerResult:
     status: Status = "observed"
     if outcome.observation is None:
         status = "skipped" if outcome.skipped else "failed"
-    return ServerResult(
-        outcome.candidate,
-        status,
-        outcome.reason if outcome.observation is None else None,
-        None,
-        outcome.seconds,
-        outcome.observation,
-        outcome.hint,
-        outcome.probed_at,
-        outcome.package,
-        outcome.note,
-    )
+    return _result(outcome, status)
 
 
 def read_batches(batches: Sequence[tuple[str, bytes]]) -> list[Outcome]:
