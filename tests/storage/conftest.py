@@ -3,7 +3,6 @@ loopback port as a subprocess (one per test session worker), and a fresh bucket 
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -75,12 +74,6 @@ def bucket(s3: Any) -> str:
     name = f"tp-{uuid.uuid4().hex[:20]}"
     s3.create_bucket(Bucket=name)
     return name
-
-
-def subprocess_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).parents[2] / "src")
-    return env
 
 
 @pytest.fixture

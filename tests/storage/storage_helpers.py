@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -36,3 +37,10 @@ def objects(s3: Any, bucket: str, prefix: str = "") -> dict[str, dict[str, Any]]
     return {
         rel: s3.head_object(Bucket=bucket, Key=prefix + rel) for rel in listing(s3, bucket, prefix)
     }
+
+
+def subprocess_env() -> dict[str, str]:
+    """This environment (the AWS variables included) with the checkout's sources first."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).parents[2] / "src")
+    return env

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from crawl_helpers import LogKey
-from storage_helpers import config, listing, run
+from storage_helpers import config, listing, run, subprocess_env
 
-from conftest import subprocess_env
 from toolpin.publog.blobs import BlobStore
 from toolpin.publog.entries import encode_entry
 from toolpin.publog.tiles import TileLog
