@@ -235,3 +235,31 @@ class LogKey:
     path: Path
     vkey: str
     signer: Signer
+
+
+@dataclass(frozen=True)
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_toolpin(*args: str) -> CliResult:
+    """``toolpin ARGS`` in this process, through the real entry point (exit codes and
+    one-line errors as a user sees them)."""
+    import io
+
+    from toolpin.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return CliResult(code, out.getvalue(), err.getvalue())

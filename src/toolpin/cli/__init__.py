@@ -74,6 +74,7 @@ def _register_commands() -> None:
         site,
         skills,
         snapshot,
+        storage,
         witness,
         wrap,
     )
@@ -85,6 +86,8 @@ def _register_commands() -> None:
     log.log_group.add_command(report.report_command)
     log.log_group.add_command(site.site_cmd)
     log.log_group.add_command(witness.witness_group)
+    log.log_group.add_command(crawl.append_cmd)
+    log.log_group.add_command(storage.publish_cmd)
     for command in (
         offline.pin,
         offline.check,

@@ -22,16 +22,22 @@ if TYPE_CHECKING:
     from toolpin.crawl.runner import CrawlEvent, CrawlSummary, ServerResult
 
 SOURCE_CHOICES = ("config", "registry", "npm", "github")
-
-
-@click.command("crawl")
-@click.option("--log", "log_dir", required=True, help="The log directory (created if missing).")
-@click.option(
+_KEY_OPTION = click.option(
     "--key",
     "key_file",
     default=None,
     help="The log's signing key file (default: the key text in $TOOLPIN_LOG_KEY).",
 )
+
+
+@click.command("crawl")
+@click.option(
+    "--log",
+    "log_dir",
+    default=None,
+    help="The log directory (created if missing), or s3://bucket/prefix.",
+)
+@_KEY_OPTION
 @click.option(
     "--servers",
     "servers",
@@ -96,6 +102,21 @@ SOURCE_CHOICES = ("config", "registry", "npm", "github")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--full", is_flag=True, help="Ignore the registry's updated_since mark.")
 @click.option(
+    "--shard",
+    "shard_text",
+    default=None,
+    metavar="K/N",
+    help="Probe only shard K of N of the candidates (by a hash of each one's id) and write "
+    "observations, not log entries (needs --observations; `log append --from` logs them).",
+)
+@click.option(
+    "--observations",
+    "observations_dest",
+    default=None,
+    help="With --shard: a folder, s3://bucket/prefix or FILE.jsonl for the observations "
+    "(shard-K-of-N.jsonl in a folder or prefix).",
+)
+@click.option(
     "--wait",
     "lock_timeout",
     type=click.FloatRange(min=0),
@@ -120,6 +141,8 @@ def crawl_cmd(
     as_json: bool,
     full: bool,
     lock_timeout: float,
+    shard_text: str | None,
+    observations_dest: str | None,
 ) -> int:
     """Crawl MCP servers and log every new or changed surface (prints a table per server,
     or the JSON summary with --json).
@@ -130,19 +153,29 @@ def crawl_cmd(
     it got (as `log witness push` does; exit 1 if a witness did not cosign, 3 if one holds
     another history of the log).
     """
+    import dataclasses
+
+    from toolpin.crawl.observations import Shard
     from toolpin.crawl.runner import CrawlOptions, crawl
     from toolpin.probe.ssrf import AddressPolicy
-    from toolpin.publog.keys import load_signer
 
     chosen: tuple[Any, ...] = sources or (("config",) if servers else ("registry", "npm", "github"))
     if "config" in chosen and not servers:
         raise click.UsageError("--source config needs --servers CONFIG.json")
     if servers and not Path(servers).is_file():
         raise click.BadParameter(f"{servers} does not exist", param_hint="--servers")
-    signer = load_signer(key_file)
+    if (shard_text is None) != (observations_dest is None):
+        raise click.UsageError("--shard and --observations go together")
+    if shard_text is None and log_dir is None:
+        raise click.UsageError("give --log (or --shard K/N with --observations)")
+    if witnesses and (shard_text is not None or (log_dir or "").startswith("s3://")):
+        raise click.UsageError(
+            "--witness needs a log folder (push a bucket's log with `log witness push`)"
+        )
+    shard = Shard.parse(shard_text) if shard_text is not None else None
     options = CrawlOptions(
-        log_dir=Path(log_dir),
-        signer=signer,
+        log_dir=Path(log_dir) if log_dir and shard is None else Path.cwd(),
+        signer=None,
         sources=chosen,
         servers_config=Path(servers) if servers else None,
         limit=limit,
@@ -155,15 +188,37 @@ def crawl_cmd(
         cache_dir=Path(cache_dir) if cache_dir else None,
         full=full,
         lock_timeout=lock_timeout,
+        shard=shard,
+        optout_dirs=(Path.cwd(),) if shard is not None else None,
     )
-    summary = crawl(options, _progress_line)
     pushed = None
-    if witnesses and (Path(log_dir) / "checkpoint").exists():
-        from toolpin.cli.witness import push_lines, push_to
+    if shard is not None:
+        assert observations_dest is not None
+        from toolpin.crawl.observations import encode_observations
+        from toolpin.crawl.sequence import observe
+        from toolpin.storage.files import write_named
 
-        pushed = push_to(log_dir, signer.verifier, witnesses, 10.0)
-        for line in push_lines(pushed):
-            click.echo(line, err=True)
+        summary, outcomes = observe(options, _progress_line)
+        data = encode_observations(shard, summary.ran_at, outcomes)
+        where = write_named(observations_dest, shard.file_name, data, suffix=".jsonl")
+        click.echo(f"wrote {len(outcomes)} observations of shard {shard} to {where}", err=True)
+    else:
+        assert log_dir is not None
+        from toolpin.publog.keys import load_signer
+        from toolpin.storage.workspace import writable_log
+
+        signer = load_signer(key_file)
+        with writable_log(log_dir) as target:
+            options = dataclasses.replace(
+                options, log_dir=target.path, signer=signer, after_append=target.publish
+            )
+            summary = crawl(options, _progress_line)
+        if witnesses and (Path(log_dir) / "checkpoint").exists():
+            from toolpin.cli.witness import push_lines, push_to
+
+            pushed = push_to(log_dir, signer.verifier, witnesses, 10.0)
+            for line in push_lines(pushed):
+                click.echo(line, err=True)
     if as_json:
         from toolpin.core.render import safe_json
 
@@ -256,3 +311,72 @@ def summary_table(summary: CrawlSummary) -> list[str]:
     )
     lines.append(summary.summary_line())
     return lines
+
+
+@click.command("append")
+@click.option(
+    "--log",
+    "log_dir",
+    required=True,
+    help="The log directory (created if missing), or s3://bucket/prefix.",
+)
+@_KEY_OPTION
+@click.option(
+    "--from",
+    "sources",
+    required=True,
+    multiple=True,
+    help="An observations file, or a folder or s3://bucket/prefix of *.jsonl files written "
+    "by `log crawl --shard` (repeatable).",
+)
+@click.option(
+    "--state",
+    "state_file",
+    default=None,
+    help="Crawl state file (default: <log name>.crawl-state.sqlite next to the log directory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--wait",
+    "lock_timeout",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    help="Seconds to wait for another crawl or append of the same log to finish.",
+)
+def append_cmd(
+    log_dir: str,
+    key_file: str | None,
+    sources: tuple[str, ...],
+    state_file: str | None,
+    as_json: bool,
+    lock_timeout: float,
+) -> int:
+    """Append the observations of sharded crawls (`log crawl --shard K/N`) to the log: the
+    one sequencer. Entries are made for what is new or changed, in server-id order, under
+    one signed checkpoint; the same log and observations give the same entries."""
+    from toolpin.crawl.observations import MAX_FILE_BYTES
+    from toolpin.crawl.sequence import append_observations
+    from toolpin.publog.keys import load_signer
+    from toolpin.storage.files import read_named
+    from toolpin.storage.workspace import writable_log
+
+    signer = load_signer(key_file)
+    batches = read_named(sources, suffix=".jsonl", cap=MAX_FILE_BYTES)
+    with writable_log(log_dir) as target:
+        summary = append_observations(
+            target.path,
+            signer,
+            batches,
+            state_path=Path(state_file) if state_file else None,
+            after_append=target.publish,
+            lock_timeout=lock_timeout,
+            progress=_progress_line,
+        )
+    if as_json:
+        from toolpin.core.render import safe_json
+
+        click.echo(safe_json(summary.to_json()))
+    else:
+        click.echo("\n".join(summary_table(summary)))
+    return 0

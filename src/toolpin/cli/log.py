@@ -106,7 +106,7 @@ def keygen(origin: str, out: str) -> int:
 
 
 @log_group.command("verify")
-@click.option("--log", "log_dir", required=True, help="The log directory.")
+@click.option("--log", "log_dir", required=True, help="The log directory, or s3://bucket/prefix.")
 @click.option("--vkey", required=True, help=VKEY_HELP)
 @click.option(
     "--since",
@@ -127,10 +127,12 @@ def verify(
 
     from toolpin.core.render import counted
     from toolpin.publog.verify import verify_log
+    from toolpin.storage.workspace import readable_log
 
     since_text = _read_text(since, "the kept checkpoint") if since else None
     verifier = _verifier(vkey)
-    result = verify_log(log_dir, verifier, since_text, policy=load_policy_option(policy_file))
+    with readable_log(log_dir) as local:
+        result = verify_log(local, verifier, since_text, policy=load_policy_option(policy_file))
     buckets: int | None = None
     if result.ok and result.checkpoint is not None:
         from toolpin.site.digests import audit_digests, has_digests

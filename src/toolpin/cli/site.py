@@ -14,13 +14,19 @@ from toolpin.cli.log import policy_option
 
 
 @click.command("site")
-@click.option("--log", "log_dir", required=True, help="The log directory.")
+@click.option("--log", "log_dir", required=True, help="The log directory, or s3://bucket/prefix.")
 @click.option(
     "--vkey",
     required=True,
     help="The pinned verifier key (name+id+key), or a file holding it (last line used).",
 )
-@click.option("--out", "out_dir", required=True, help="The folder to write the site into.")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    help="The folder to write the site into, or s3://bucket/prefix (built in a local copy, "
+    "then only changed objects are sent, the checkpoint last).",
+)
 @click.option(
     "--base-url",
     default="/",
@@ -56,25 +62,28 @@ def site_cmd(
     that verifies; refuses one that does not (exit 1)."""
     from toolpin.cli.log import _verifier, load_policy_option
     from toolpin.site.build import build_site, default_cache, parse_now
+    from toolpin.storage.publish import site_folder
+    from toolpin.storage.workspace import readable_log
 
     verifier = _verifier(vkey)
-    log_path = Path(log_dir)
-    if state_file is not None:
-        state: Path | None = Path(state_file)
-    else:
-        from toolpin.crawl.runner import existing_state_path
+    with readable_log(log_dir) as log_path, site_folder(out_dir) as (out_path, publish):
+        if state_file is not None:
+            state: Path | None = Path(state_file)
+        else:
+            from toolpin.crawl.runner import existing_state_path
 
-        state = existing_state_path(log_path, verifier.name)
-    result = build_site(
-        log_path,
-        verifier,
-        Path(out_dir),
-        base_url=base_url,
-        now=parse_now(now),
-        state=state,
-        cache=default_cache(log_path),
-        policy=load_policy_option(policy_file),
-    )
+            state = existing_state_path(log_path, verifier.name)
+        result = build_site(
+            log_path,
+            verifier,
+            out_path,
+            base_url=base_url,
+            now=parse_now(now),
+            state=state,
+            cache=default_cache(log_path),
+            policy=load_policy_option(policy_file),
+        )
+        publish()
     summary = {
         "checkpoint": result.checkpoint_size,
         "servers": result.servers,

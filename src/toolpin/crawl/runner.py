@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from toolpin.core.render import counted
 from toolpin.crawl.caches import SharedCaches
@@ -44,6 +44,7 @@ from toolpin.crawl.hint import hint_of
 from toolpin.crawl.hostconfig import HostSetup, host_setup
 from toolpin.crawl.install import DEFAULT_INSTALL_TIMEOUT
 from toolpin.crawl.limits import check_limits
+from toolpin.crawl.observations import Outcome, Shard
 from toolpin.crawl.optout import apply_optout, load_optout
 from toolpin.crawl.record import Change, Observation, definitions_blob, observation_record
 from toolpin.crawl.sandbox import sandbox_env
@@ -54,6 +55,9 @@ from toolpin.probe.ssrf import AddressPolicy
 from toolpin.publog.note import Signer
 from toolpin.util.clock import utc_now
 
+if TYPE_CHECKING:
+    from toolpin.publog.tiles import TileLog
+
 DEFAULT_CONCURRENCY: Final = 4
 DEFAULT_TIMEOUT: Final = 30.0
 DEFAULT_LOCK_TIMEOUT: Final = 600.0
@@ -61,7 +65,8 @@ _NPM_RUNNERS: Final = frozenset({"npx", "npm", "pnpm", "yarn", "bunx", "bun"})
 STATE_SUFFIX: Final = ".crawl-state.sqlite"
 LEGACY_STATE_FILE: Final = "crawl-state.sqlite"
 
-Status = Literal["new", "changed", "package-changed", "unchanged", "failed", "skipped"]
+Status = Literal["new", "changed", "package-changed", "unchanged", "observed", "failed", "skipped"]
+"""``observed``: a shard's good look, handed to the sequencer (``log append --from``)."""
 
 
 def default_state_path(log_dir: Path) -> Path:
@@ -106,7 +111,9 @@ class CrawlOptions:
     """Everything one crawl needs (the CLI builds it from its flags)."""
 
     log_dir: Path
-    signer: Signer
+    signer: Signer | None
+    """The log's signing key (``None`` only for a shard's
+    :func:`~toolpin.crawl.sequence.observe`)."""
     sources: tuple[Source, ...] = ("config",)
     servers_config: Path | None = None
     limit: int | None = None
@@ -128,6 +135,11 @@ class CrawlOptions:
     """The shared package caches (default ``toolpin_cache()/crawl``)."""
     identify_packages: bool = True
     """Resolve and pin the package a config entry runs (:mod:`toolpin.crawl.identity`)."""
+    shard: Shard | None = None
+    """Probe only this shard's candidates (:meth:`~toolpin.crawl.observations.Shard.owns`)."""
+    after_append: Callable[[], None] | None = None
+    """Run after the batch is signed and before crawl state is committed (a bucket's log
+    is published there, so state never runs ahead of the published log)."""
 
 
 @dataclass(frozen=True)
@@ -207,8 +219,10 @@ class CrawlSummary:
             "duration_s": round(self.duration_s, 3),
             "candidates": self.candidates,
             "opted_out": self.opted_out,
-            "probed": self.count("new", "changed", "package-changed", "unchanged", "failed"),
-            "ok": self.count("new", "changed", "package-changed", "unchanged"),
+            "probed": self.count(
+                "new", "changed", "package-changed", "unchanged", "observed", "failed"
+            ),
+            "ok": self.count("new", "changed", "package-changed", "unchanged", "observed"),
             "failed": self.count("failed"),
             "skipped": self.count("skipped"),
             "new": self.count("new"),
@@ -228,6 +242,8 @@ class CrawlSummary:
         parts = [f"{self.count('new')} new", f"{self.count('changed')} changed"]
         if self.count("package-changed"):
             parts.append(f"{self.count('package-changed')} package changed")
+        if self.count("observed"):
+            parts.insert(0, f"{self.count('observed')} observed")
         parts += [
             f"{self.count('unchanged')} unchanged",
             f"{self.count('failed')} failed",
@@ -245,17 +261,7 @@ class CrawlSummary:
 # ------------------------------------------------------------------------------ probing
 
 
-@dataclass(frozen=True)
-class _Outcome:
-    candidate: Candidate
-    observation: Observation | None
-    reason: str | None
-    skipped: bool
-    seconds: float
-    probed_at: str | None = None
-    hint: str | None = None
-    package: PackageCoords | None = None
-    note: str | None = None
+_Outcome = Outcome
 
 
 @dataclass(frozen=True)
@@ -542,9 +548,17 @@ def _select(
         ]
     directories = opts.optout_dirs if opts.optout_dirs is not None else (opts.log_dir, Path.cwd())
     kept, dropped = apply_optout(candidates, load_optout(directories))
+    if opts.shard is not None:
+        kept = [c for c in kept if opts.shard.owns(c.id)]
     if opts.limit is not None:
         kept = kept[: opts.limit]
     return found, kept, dropped, len(candidates)
+
+
+def _signer_of(opts: CrawlOptions) -> Signer:
+    if opts.signer is None:
+        raise InputError("a crawl that writes the log needs its signing key")
+    return opts.signer
 
 
 def crawl(opts: CrawlOptions, progress: Callable[[CrawlEvent], None] | None = None) -> CrawlSummary:
@@ -554,11 +568,12 @@ def crawl(opts: CrawlOptions, progress: Callable[[CrawlEvent], None] | None = No
     started = time.monotonic()
     ran_at = utc_now()
     log_dir = opts.log_dir
+    signer = _signer_of(opts)
     if log_dir.exists() and not log_dir.is_dir():
         raise InputError(f"{log_dir} is not a directory")
     if not log_dir.resolve().parent.is_dir():
         raise InputError(f"the parent directory of {log_dir} does not exist")
-    state_path = opts.state_path or state_path_for(log_dir, opts.signer.name)
+    state_path = opts.state_path or state_path_for(log_dir, signer.name)
     if state_path.resolve().is_relative_to(log_dir.resolve()):
         raise InputError(
             "the crawl state must not live inside the log directory (it would be published)"
@@ -582,61 +597,19 @@ def _crawl_locked(
     ran_at: str,
     progress: Callable[[CrawlEvent], None] | None,
 ) -> CrawlSummary:
-    from toolpin.publog.blobs import BlobStore
-    from toolpin.publog.entries import encode_entry
     from toolpin.publog.tiles import TileLog
 
-    log = TileLog.open(opts.log_dir, opts.signer.verifier)
+    signer = _signer_of(opts)
+    log = TileLog.open(opts.log_dir, signer.verifier)
     with CrawlState.open(state_path) as state:
         with state.transaction():
-            state.bind_origin(opts.signer.name)
+            state.bind_origin(signer.name)
         replayed = reconcile(state, log)
         found, candidates, dropped, total = _select(opts, state, progress)
         if progress is not None:
             progress(CrawlEvent("start", 0, len(candidates)))
         outcomes = probe_all(candidates, opts, progress)
-
-        blobs = BlobStore(opts.log_dir)
-        entries: list[bytes] = []
-        results: list[ServerResult] = []
-        for outcome in outcomes:
-            cand, obs = outcome.candidate, outcome.observation
-            if obs is None:
-                status: Status = "skipped" if outcome.skipped else "failed"
-                results.append(_result(outcome, status))
-                continue
-            previous = state.get(cand.id)
-            change: Change
-            if previous is not None and previous.surface_hash == obs.surface_hash:
-                if not _package_changed(previous.package, obs.package):
-                    results.append(_result(outcome, "unchanged"))
-                    continue
-                status, change = "package-changed", "package"
-            elif previous is None or previous.surface_hash is None:
-                status, change = "new", "new"
-            else:
-                status, change = "changed", "definitions"
-            ref = blobs.put(definitions_blob(obs.snapshot))
-            record = observation_record(
-                cand,
-                obs,
-                previous=previous.last_entry if previous else None,
-                blob=ref,
-                previous_look=previous.last_ok if previous and previous.surface_hash else None,
-                change=change,
-            )
-            entries.append(encode_entry(record))
-            results.append(_result(outcome, status, len(entries) - 1))
-
-        size = log.size
-        if entries or log.checkpoint is None:
-            if progress is not None:
-                progress(CrawlEvent("append", len(entries), len(entries)))
-            size = log.append(entries, opts.signer).size
-        first = size - len(entries)
-        results = [
-            r if r.entry is None else dataclasses.replace(r, entry=first + r.entry) for r in results
-        ]
+        results, size, appended = log_outcomes(log, state, outcomes, opts, progress)
         summary = CrawlSummary(
             ran_at=ran_at,
             duration_s=time.monotonic() - started,
@@ -644,12 +617,71 @@ def _crawl_locked(
             opted_out=len(dropped),
             results=tuple(results),
             log_size=size,
-            appended=len(entries),
+            appended=appended,
             sources=tuple(found.reports),
             replayed=replayed,
         )
         _commit(state, summary, found, dropped, ran_at)
     return summary
+
+
+def log_outcomes(
+    log: TileLog,
+    state: CrawlState,
+    outcomes: Sequence[Outcome],
+    opts: CrawlOptions,
+    progress: Callable[[CrawlEvent], None] | None = None,
+) -> tuple[list[ServerResult], int, int]:
+    """Append an entry for every outcome that is new or changed against ``state``, in
+    one signed batch (blobs first), then run ``opts.after_append``; returns the results
+    (with their entry indexes), the log size and how many entries were appended."""
+    from toolpin.publog.blobs import BlobStore
+    from toolpin.publog.entries import encode_entry
+
+    blobs = BlobStore(log.path)
+    entries: list[bytes] = []
+    results: list[ServerResult] = []
+    for outcome in outcomes:
+        cand, obs = outcome.candidate, outcome.observation
+        if obs is None:
+            status: Status = "skipped" if outcome.skipped else "failed"
+            results.append(_result(outcome, status))
+            continue
+        previous = state.get(cand.id)
+        change: Change
+        if previous is not None and previous.surface_hash == obs.surface_hash:
+            if not _package_changed(previous.package, obs.package):
+                results.append(_result(outcome, "unchanged"))
+                continue
+            status, change = "package-changed", "package"
+        elif previous is None or previous.surface_hash is None:
+            status, change = "new", "new"
+        else:
+            status, change = "changed", "definitions"
+        ref = blobs.put(definitions_blob(obs.snapshot))
+        record = observation_record(
+            cand,
+            obs,
+            previous=previous.last_entry if previous else None,
+            blob=ref,
+            previous_look=previous.last_ok if previous and previous.surface_hash else None,
+            change=change,
+        )
+        entries.append(encode_entry(record))
+        results.append(_result(outcome, status, len(entries) - 1))
+
+    size = log.size
+    if entries or log.checkpoint is None:
+        if progress is not None:
+            progress(CrawlEvent("append", len(entries), len(entries)))
+        size = log.append(entries, _signer_of(opts)).size
+    if opts.after_append is not None:
+        opts.after_append()
+    first = size - len(entries)
+    results = [
+        r if r.entry is None else dataclasses.replace(r, entry=first + r.entry) for r in results
+    ]
+    return results, size, len(entries)
 
 
 def _commit(

@@ -22,6 +22,10 @@ Loopback and private addresses are refused unless the caller allows them
 (``allow_private``, or ``TOOLPIN_LOG_ALLOW_PRIVATE=1`` in the environment: a log on the
 local network or a test).
 
+A log in an S3-compatible bucket (``s3://bucket/prefix``) is read through
+:class:`toolpin.storage.s3.Bucket` instead (credentials and endpoint from the standard AWS
+variables and files), with the same caps and deadline.
+
 Every failure is a :class:`~toolpin.evidence.errors.LogProblem` with fixed text: nothing a
 server sent goes into a message.
 """
@@ -78,6 +82,10 @@ class Fetcher:
     def __init__(self, url: str, *, timeout: float, allow_private: bool) -> None:
         from toolpin.probe.addresses import AddressPolicy
 
+        self._bucket: Any = None
+        if url.startswith("s3://"):
+            self._bucket = _bucket_of(url)
+            url = "https://bucket.invalid/"  # never requested: get() reads the bucket
         if not url.startswith(("https://", "http://")):
             raise LogProblem("unreachable", "the log URL must start with https:// or http://")
         try:
@@ -114,6 +122,8 @@ class Fetcher:
         if remaining <= 0:
             raise LogProblem("unreachable", f"the log took too long to answer ({what})")
         self.requests += 1
+        if self._bucket is not None:
+            return self._get_object(rel, cap, what)
         try:
             with self._client.get(self.base + rel, min(self.timeout, remaining)) as answer:
                 status, chunks = answer
@@ -132,6 +142,22 @@ class Fetcher:
             if self._client.is_failure(exc):
                 raise LogProblem("unreachable", f"the log cannot be reached ({what})") from None
             raise
+
+    def _get_object(self, rel: str, cap: int, what: str) -> bytes:
+        from toolpin.errors import StoreError
+
+        try:
+            data: bytes | None = self._bucket.get(rel, cap)
+        except StoreError as exc:
+            if "larger than" in exc.message:
+                raise LogProblem("tampered", f"{what} is larger than any valid file") from None
+            raise LogProblem("unreachable", f"the log's bucket cannot be read ({what})") from None
+        if data is None:
+            raise LogProblem("unreachable", f"the log's bucket has no {what}")
+        self.fetched += len(data)
+        if self.fetched > MAX_LOOKUP_BYTES:
+            raise LogProblem("unreachable", "the log sent more than one lookup reads")
+        return data
 
     def _read(self, chunks: Iterable[bytes], cap: int, what: str) -> bytes:
         parts: list[bytes] = []
@@ -369,6 +395,17 @@ class _ProxiedClient(_Client):
 
     def close(self) -> None:
         self._client.close()
+
+
+def _bucket_of(url: str) -> Any:
+    from toolpin.errors import InputError
+    from toolpin.storage.s3 import Bucket
+    from toolpin.storage.url import parse_bucket_url
+
+    try:
+        return Bucket(parse_bucket_url(url))
+    except InputError:
+        raise LogProblem("unreachable", "the log URL cannot be used") from None
 
 
 __all__ = [
