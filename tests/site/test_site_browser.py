@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from site_helpers import NOW, LogWriter, serve, tool
+from site_helpers import NOW, LogWriter, sample_log, serve, tool
 
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, render_badge
@@ -139,6 +139,82 @@ def test_in_browser_verification_passes(sample_site: dict[str, Any], served: str
         assert "verified against checkpoint 5" in verdict, verdict
         assert page.get_attribute("#verify-status", "class") == "ok"
     assert tab.errors == []
+
+
+def _grown(tmp_path: Path) -> tuple[Path, dict[str, str], LogWriter]:
+    """The sample site, then two more entries (of a new server) and an incremental build:
+    the stable server's page and proof are the ones published at checkpoint 5."""
+    writer, ids = sample_log(tmp_path / "log")
+    vkey = Verifier.from_text(writer.vkey)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    page = out / "servers" / f"{ids['stable']}.html"
+    before = (page.read_bytes(), page.stat().st_mtime_ns)
+    proof = (out / "proof" / "0.tlog-proof").read_bytes()
+    writer.observe("later-server", [tool("a")], "2026-11-30T06:00:00Z")
+    writer.observe("later-server-2", [tool("b")], "2026-11-30T07:00:00Z")
+    writer.commit()
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    assert (page.read_bytes(), page.stat().st_mtime_ns) == before  # not rewritten
+    assert (out / "proof" / "0.tlog-proof").read_bytes() == proof
+    return out, ids, writer
+
+
+def test_in_browser_verification_of_a_grown_site_proves_consistency(
+    tmp_path: Path, tab: Tab
+) -> None:
+    out, ids, _ = _grown(tmp_path)
+    server, url = serve(out)
+    try:
+        page = tab.open(url + f"servers/{ids['stable']}.html")
+        verdict = _wait_verdict(page)
+        footer = page.text_content("#log-status")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert verdict.startswith(
+        "Entry 0 verified against checkpoint 5, consistent with the current checkpoint 7"
+    ), verdict
+    assert page.get_attribute("#verify-status", "class") == "ok"
+    assert footer is not None and "7 entries" in footer, footer
+    assert tab.errors == [] and tab.violations() == []
+
+
+def test_in_browser_verification_fails_on_a_forked_current_checkpoint(
+    tmp_path: Path, tab: Tab
+) -> None:
+    """The same key signs another tree of 7 entries; the site's proofs of checkpoint 5
+    are kept, the checkpoint and tiles are the fork's: the page says they are not
+    consistent."""
+    from toolpin.publog.tiles import TileLog
+
+    out, ids, writer = _grown(tmp_path)
+    fork = LogWriter(tmp_path / "fork")  # the same key
+    for n in range(6):
+        fork.observe(f"fork-{n}", [tool("x")], "2026-11-30T06:00:00Z")
+    # entry 0 is the stable server's own bytes (its proof holds); the rest differ
+    fork.pending.insert(0, TileLog.open(tmp_path / "log").read_entry(0))
+    shutil.copytree(tmp_path / "log" / "blob", tmp_path / "fork" / "blob", dirs_exist_ok=True)
+    fork.commit()
+    for rel in ("checkpoint", "tile"):
+        target = out / rel
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+    shutil.copy(tmp_path / "fork" / "checkpoint", out / "checkpoint")
+    shutil.copytree(tmp_path / "fork" / "tile", out / "tile")
+    server, url = serve(out)
+    try:
+        page = tab.open(url + f"servers/{ids['stable']}.html")
+        verdict = _wait_verdict(page)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert verdict.endswith(
+        "does not verify: checkpoint 5 is not consistent with the current checkpoint 7"
+    ), verdict
+    assert page.get_attribute("#verify-status", "class") == "bad"
 
 
 def test_in_browser_verification_fails_on_a_tampered_tile(
