@@ -188,7 +188,7 @@ def test_in_browser_verification_fails_on_a_forked_current_checkpoint(
     consistent."""
     from toolpin.publog.tiles import TileLog
 
-    out, ids, writer = _grown(tmp_path)
+    out, ids, _ = _grown(tmp_path)
     fork = LogWriter(tmp_path / "fork")  # the same key
     for n in range(6):
         fork.observe(f"fork-{n}", [tool("x")], "2026-11-30T06:00:00Z")

@@ -84,9 +84,8 @@ def test_two_builds_and_an_incremental_one_are_identical(
         if line.startswith("diff -r")
     )
     assert all(
-        rel.startswith(("proof/", "api/v1/digests/", "api/v1/servers/")) or rel in (
-            "api/v1/checkpoints.json"
-        )
+        rel.startswith(("proof/", "api/v1/digests/", "api/v1/servers/"))
+        or rel in ("api/v1/checkpoints.json")
         for rel in changed
     ), changed
     assert not list(tmp_path.rglob(MANIFEST))

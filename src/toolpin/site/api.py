@@ -121,7 +121,6 @@ def write_server_api(
     ``checkpoint`` is the one its latest entry's proof names, and each version's
     ``proofCheckpoint`` the size of the one its own proof names (never the moving current
     checkpoint: the file changes only when the server does)."""
-    cp = view.checkpoint
     history = page.history
     sid = page.id
     latest = _published(view, published, history.latest.index)
@@ -153,7 +152,7 @@ def write_server_api(
                 "first": change is None,
                 "proof": f"proof/{version.index}.tlog-proof",
                 "proofCheckpoint": published.size_after(version.index),
-                "bundle": entry_bundle(version.index, cp.size),
+                "bundle": entry_bundle(version.index, published.size_after(version.index)),
                 "blob": version.blob,
             }
         )

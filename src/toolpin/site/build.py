@@ -211,18 +211,32 @@ def _link_blobs(
     return linked
 
 
-def _copy_log(view: LogView, writer: SiteWriter) -> None:
+def _copy_log(view: LogView, writer: SiteWriter, history: History) -> None:
     """The log beside the site: checkpoint, tiles and entry bundles (C2SP paths; the
-    blobs are :func:`_blobs`')."""
+    blobs are :func:`_blobs`'), and the partial tiles and bundles of every checkpoint the
+    site published before (a partial tile never changes either: it is the first ``width``
+    hashes or entries of its tile; the API links an entry's bundle at the checkpoint its
+    proof names, so the link never moves). A partial file the log no longer has is cut
+    from the tile that holds it now."""
     from toolpin.publog.tiles import (
         TILE_WIDTH,
+        decode_bundle,
+        encode_bundle,
         entries_path,
         max_file_bytes,
         read_bounded,
+        tile_path,
         tiles_for_size,
     )
 
     root = view.log_dir
+
+    def read(rel: str) -> bytes:
+        try:
+            return read_bounded(root / rel, max_file_bytes(rel))
+        except OSError as exc:
+            raise InputError(f"{rel} cannot be read ({exc.strerror})") from None
+
     writer.text("checkpoint", view.checkpoint.note)
     size = view.checkpoint.size
     rels = [ref.path for ref in tiles_for_size(size)]
@@ -233,11 +247,36 @@ def _copy_log(view: LogView, writer: SiteWriter) -> None:
     for rel in rels:
         if ".p/" not in rel and writer.keep(rel):  # a full tile or bundle never changes
             continue
-        try:
-            data = read_bounded(root / rel, max_file_bytes(rel))
-        except OSError as exc:
-            raise InputError(f"{rel} cannot be read ({exc.strerror})") from None
-        writer.write(rel, data)
+        writer.write(rel, read(rel))
+    done = set(rels)
+
+    def now_at(level: int | None, index: int) -> str:  # the file holding it in this tree
+        count = size if level is None else size >> (8 * level)
+        width = TILE_WIDTH if index < count // TILE_WIDTH else count % TILE_WIDTH
+        if level is None:
+            return entries_path(index, width)
+        return tile_path(level, index, width)
+
+    for item in history.items[:-1]:
+        old: list[tuple[int | None, int, int, str]] = [
+            (ref.level, ref.index, ref.width, ref.path)
+            for ref in tiles_for_size(item.size)
+            if not ref.full
+        ]
+        n, width = divmod(item.size, TILE_WIDTH)
+        if width:
+            old.append((None, n, width, entries_path(n, width)))
+        for level, index, width, rel in old:
+            if rel in done or writer.keep(rel):
+                done.add(rel)
+                continue
+            data = read(now_at(level, index))
+            if level is None:
+                data = encode_bundle(decode_bundle(data)[:width])
+            else:
+                data = data[: 32 * width]
+            writer.write(rel, data)
+            done.add(rel)
 
 
 HEADERS: Final = """\
@@ -448,7 +487,7 @@ def _build(
     context: dict[str, Any] = {"checkpoint": view.checkpoint, "base_url": base_url}
 
     def the_log() -> None:  # while the servers are built (in other processes when many)
-        _copy_log(view, writer)
+        _copy_log(view, writer, proofs.history)
         api.write_history(writer, view, proofs.history)
         for name in STATIC_FILES:
             data = importlib.resources.files("toolpin.site").joinpath("static", name)
@@ -849,25 +888,21 @@ def _server_key(
 ) -> str:
     """Everything one server's files are made from: toolpin's code, the site's address,
     the log, the server's entries (each by its leaf hash, with the checkpoint its proof
-    names and the entry bundle that holds it now), its last good look, whether it opted
+    names, which also names its entry bundle), its last good look, whether it opted
     out, and its badge (which depends on ``now``). Files made from the same key are the
     same bytes (:meth:`SiteWriter.keep_group`)."""
     import hashlib
 
-    from toolpin.site.api import entry_bundle
-
     cp = view.checkpoint
-    size = cp.size
     digest = hashlib.sha256()
     head = (code, str(context["base_url"]), cp.origin, cp.vkey, history.id)
     digest.update("\0".join(head).encode("utf-8"))
     digest.update(f"\0{history.opted_out}\0{history.last_ok}\0".encode())
     at = proofs.history.size_after
     digest.update(
-        "".join(
-            f"{v.index} {v.leaf_hash} {at(v.index)} {entry_bundle(v.index, size)}\n"
-            for v in history.versions
-        ).encode("ascii")
+        "".join(f"{v.index} {v.leaf_hash} {at(v.index)}\n" for v in history.versions).encode(
+            "ascii"
+        )
     )
     digest.update(badge)
     return digest.hexdigest()
