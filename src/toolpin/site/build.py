@@ -43,7 +43,14 @@ from toolpin.site.fragments import (
     version_options,
 )
 from toolpin.site.history import History, LevelSource, Published, read_history
-from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
+from toolpin.site.model import (
+    LogView,
+    ServerHistory,
+    UnverifiedLogError,
+    Version,
+    parse_time,
+    read_log,
+)
 from toolpin.site.output import SiteWriter, state_path
 from toolpin.site.pages import ServerPage
 from toolpin.site.render import CSP, environment, site_path
@@ -348,18 +355,38 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
-def _inputs_digest(view: LogView, base_url: str, now: dt.datetime, code: str) -> str:
-    """Everything the output depends on: the signed checkpoint (hence every entry), the
-    last good looks and opt-outs, ``now``, ``base_url``, and toolpin's own code."""
+def _inputs_digest(
+    note: str, base_url: str, now: dt.datetime, code: str, log_dir: Path, state: Path | None
+) -> str:
+    """Everything the output depends on, read without reading the entries: the signed
+    checkpoint (hence every entry), the crawl state's last good looks, the opt-out lists,
+    ``now``, ``base_url``, and toolpin's own code (the published history is the folder's
+    own, checked file by file against the build state)."""
     import hashlib
 
+    from toolpin.site.model import liveness, optout_names
+
     digest = hashlib.sha256()
-    for part in (view.checkpoint.note, base_url, now.isoformat(), code):
+    for part in (note, base_url, now.isoformat(), code):
         digest.update(part.encode("utf-8") + b"\0")
-    for sid in sorted(view.servers):
-        history = view.servers[sid]
-        digest.update(f"{sid} {history.last_ok} {history.opted_out}\n".encode())
+    for sid, last in sorted(liveness(state).items()):
+        digest.update(f"{sid} {last}\n".encode())
+    digest.update(b"\0")
+    for name in sorted(optout_names(log_dir)):
+        digest.update(name.encode("utf-8") + b"\n")
     return digest.hexdigest()
+
+
+def _signed_note(log_dir: Path, vkey: Verifier) -> str | None:
+    """The log's checkpoint when it is signed by ``vkey`` (``None``: :func:`read_log`
+    says why not)."""
+    from toolpin.errors import LogError
+    from toolpin.publog.tiles import TileLog
+
+    try:
+        return TileLog.open(log_dir, vkey).checkpoint_note
+    except (LogError, OSError):
+        return None
 
 
 def default_cache(log_dir: Path) -> Path:
@@ -421,19 +448,23 @@ def build_site(
     _check_folders(log_dir, out)
     if not base_url.endswith("/"):
         base_url += "/"
-    view = read_log(log_dir, vkey, state=state)
     code = code_digest()
-    inputs = _inputs_digest(view, base_url, now, code)
+    note = _signed_note(log_dir, vkey)
     kept = None if cache is None else state_path(cache, out)  # never inside ``out``
+    inputs = None if note is None else _inputs_digest(note, base_url, now, code, log_dir, state)
     staging = _staging(out)
     try:
         if staging is None:
             writer = SiteWriter(out, state=kept)
-            if writer.up_to_date(inputs):
+            if inputs is not None and writer.up_to_date(inputs):
+                # The checkpoint the last build verified and published, and nothing else
+                # changed: every file is as that build left it (the entries are not read
+                # again; `toolpin log verify` audits the log).
+                servers, opted_out = writer.previous_counts
                 return BuildResult(
-                    checkpoint_size=view.checkpoint.size,
-                    servers=sum(1 for h in view.servers.values() if not h.opted_out),
-                    opted_out=sum(1 for h in view.servers.values() if h.opted_out),
+                    checkpoint_size=int(note.split("\n")[1]) if note else 0,
+                    servers=servers,
+                    opted_out=opted_out,
                     files=len(writer.stats),
                     written=0,
                     unchanged=writer.unchanged,
@@ -441,6 +472,9 @@ def build_site(
                 )
         else:
             writer = SiteWriter(staging, state=kept, manifest=False, fresh=True)
+        view = read_log(log_dir, vkey, state=state)
+        if inputs is None or view.checkpoint.note != note:
+            raise UnverifiedLogError("the log changed while it was being read; build again")
         raw, levels = _proof_levels(view)
         cp = view.checkpoint
         source = LevelSource(raw)
@@ -570,6 +604,7 @@ def _build(
     rels = {Path(p).relative_to(root).as_posix() for p in hooked} - writer.stats.keys()
     written = len(rels & {Path(p).relative_to(root).as_posix() for p in fresh})
     writer.adopt(sorted(rels), written, len(rels) - written)
+    writer.counts = (len(shown), len(pages) - len(shown))
     removed = writer.finish(inputs)
     return BuildResult(
         checkpoint_size=view.checkpoint.size,

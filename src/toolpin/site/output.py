@@ -93,6 +93,9 @@ class SiteWriter:
         self.groups: dict[str, tuple[str, list[str]]] = {}
         """``{server id: (inputs key, files)}`` of this build (:meth:`keep_group`)."""
         self.history: tuple[int, ...] = ()
+        self.counts: tuple[int, int] = (0, 0)
+        """The servers shown and opted out (kept for an unchanged rebuild's result)."""
+        self.previous_counts: tuple[int, int] = (0, 0)
         self._group: list[str] | None = None
         self._tmp = f".{os.getpid()}.tmp"
         self._prefix = os.path.join(root, "")
@@ -127,6 +130,9 @@ class SiteWriter:
             if line.startswith("@"):
                 if parts[0] == "@server" and len(parts) == 4:
                     self._previous_groups[parts[1]] = (parts[2], parts[3].split(" "))
+                elif parts[0] == "@counts" and len(parts) == 3:
+                    if parts[1].isdigit() and parts[2].isdigit():
+                        self.previous_counts = (int(parts[1]), int(parts[2]))
                 elif parts[0] == "@history" and len(parts) == 2:
                     sizes = parts[1].split(" ")
                     if all(n.isdigit() for n in sizes):
@@ -334,6 +340,7 @@ class SiteWriter:
                 removed += 1
         lines = [_HEADER + inputs]
         lines.extend(f"{rel}\t{size}\t{mtime}" for rel, (size, mtime) in sorted(self.stats.items()))
+        lines.append(f"@counts\t{self.counts[0]}\t{self.counts[1]}")
         if self.history:
             lines.append("@history\t" + " ".join(map(str, self.history)))
         lines.extend(
