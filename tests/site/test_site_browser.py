@@ -74,6 +74,18 @@ def _wait_verdict(page: Any) -> str:
     raise AssertionError("the in-browser verification gave no verdict within 20 s")
 
 
+def _served_verdict(tab: Tab, out: Path, rel: str) -> tuple[Any, str]:
+    """Serve ``out``, open its page ``rel`` and wait for the verification's verdict (the
+    page stays open after the server stops: its text is read)."""
+    server, url = serve(out)
+    try:
+        page = tab.open(url + rel)
+        return page, _wait_verdict(page)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def _wait_pair(page: Any, pair: str) -> None:
     """Wait for the compare page's script to show ``pair``."""
     for _ in range(100):
@@ -164,14 +176,8 @@ def test_in_browser_verification_of_a_grown_site_proves_consistency(
     tmp_path: Path, tab: Tab
 ) -> None:
     out, ids, _ = _grown(tmp_path)
-    server, url = serve(out)
-    try:
-        page = tab.open(url + f"servers/{ids['stable']}.html")
-        verdict = _wait_verdict(page)
-        footer = page.text_content("#log-status")
-    finally:
-        server.shutdown()
-        server.server_close()
+    page, verdict = _served_verdict(tab, out, f"servers/{ids['stable']}.html")
+    footer = page.text_content("#log-status")
     assert verdict.startswith(
         "Entry 0 verified against checkpoint 5, consistent with the current checkpoint 7"
     ), verdict
@@ -204,13 +210,7 @@ def test_in_browser_verification_fails_on_a_forked_current_checkpoint(
             target.unlink()
     shutil.copy(tmp_path / "fork" / "checkpoint", out / "checkpoint")
     shutil.copytree(tmp_path / "fork" / "tile", out / "tile")
-    server, url = serve(out)
-    try:
-        page = tab.open(url + f"servers/{ids['stable']}.html")
-        verdict = _wait_verdict(page)
-    finally:
-        server.shutdown()
-        server.server_close()
+    page, verdict = _served_verdict(tab, out, f"servers/{ids['stable']}.html")
     assert verdict.endswith(
         "does not verify: checkpoint 5 is not consistent with the current checkpoint 7"
     ), verdict
@@ -225,13 +225,7 @@ def test_in_browser_verification_fails_on_a_tampered_tile(
     data = bytearray(tile.read_bytes())
     data[5] ^= 0x40  # leaf 0's hash: a sibling of every later entry's path
     tile.write_bytes(bytes(data))
-    server, url = serve(out)
-    try:
-        page = tab.open(url + f"servers/{sample_site['ids']['changed']}.html")
-        verdict = _wait_verdict(page)
-    finally:
-        server.shutdown()
-        server.server_close()
+    page, verdict = _served_verdict(tab, out, f"servers/{sample_site['ids']['changed']}.html")
     assert "does not verify" in verdict and "root" in verdict, verdict
     assert page.get_attribute("#verify-status", "class") == "bad"
 
@@ -242,13 +236,7 @@ def test_in_browser_verification_fails_on_a_forged_checkpoint(
     out = shutil.copytree(sample_site["out"], tmp_path / "out")
     note = (out / "checkpoint").read_text()
     (out / "checkpoint").write_text(note.replace("\n5\n", "\n6\n", 1))
-    server, url = serve(out)
-    try:
-        page = tab.open(url + f"servers/{sample_site['ids']['new']}.html")
-        verdict = _wait_verdict(page)
-    finally:
-        server.shutdown()
-        server.server_close()
+    _, verdict = _served_verdict(tab, out, f"servers/{sample_site['ids']['new']}.html")
     assert "does not verify: the checkpoint is not signed by the key on this page" in verdict
 
 

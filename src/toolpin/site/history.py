@@ -93,18 +93,13 @@ class History:
 def _read_note(path: Path) -> str | None:
     """A note file of the published folder, or ``None`` (never follows a link, never
     opens a FIFO, never reads more than a note can be)."""
+    from toolpin.publog.tiles import read_bounded
+
     if os.path.islink(path) or not path.is_file():
         return None
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_NOTE_BYTES + 1)
-    except OSError:
-        return None
-    if len(data) > MAX_NOTE_BYTES:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
+        return read_bounded(path, MAX_NOTE_BYTES).decode("utf-8")
+    except (OSError, LogError, UnicodeDecodeError):
         return None
 
 
