@@ -785,14 +785,14 @@ def _server_files(
     sid = history.id
     badge, svg, endpoint = badge_for(history, now)
     page = ServerPage(history, badge)
-    key = _server_key(view, history, svg + b"\0" + endpoint, context, proofs, cache.code)
+    made_of = _server_key(view, history, svg + b"\0" + endpoint, context, proofs, cache.code)
     if history.opted_out:
-        if not writer.keep_group(sid, key):
+        if not writer.keep_group(sid, made_of):
             writer.begin_group()
             _link_blobs(view, history, writer, owners)
             writer.text(f"servers/{sid}.html", _render(env, "stub.html", **context, id=sid))
             api.write_server_api(writer, view, page, proofs.history)
-            writer.end_group(sid, key)
+            writer.end_group(sid, made_of)
         return badge, [None] * len(history.versions), {}
     writer.begin_group()
     linked = _link_blobs(view, history, writer, owners)
@@ -838,7 +838,7 @@ def _server_files(
         explained[version.index] = (before.index, explain)
         summaries.append(summary)
         entries.append({"version": version, "change": summary, "body": body, "window": window})
-    if writer.keep_group(sid, key):  # its files, as the last build made them from this key
+    if writer.keep_group(sid, made_of):  # its files, as the last build made them from this key
         writer.end_group(sid, None)
         return badge, summaries, explained
     writer.write(f"badge/{sid}.svg", svg)
@@ -909,7 +909,7 @@ def _server_files(
     page.changes = list(zip(history.versions, summaries, strict=True))
     feeds.write_server_feed(env, writer, view.checkpoint.origin, page, context["base_url"])
     api.write_server_api(writer, view, page, proofs.history)
-    writer.end_group(sid, key)
+    writer.end_group(sid, made_of)
     return badge, summaries, explained
 
 
