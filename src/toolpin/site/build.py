@@ -586,7 +586,7 @@ def _build(
             )
         feeds.write_feeds(env, writer, view, pages, base_url)
         api.write_api(writer, view, pages, now)
-        digests.write_digests(writer, view, proofs.history)
+        digests.write_digests(writer, view, proofs.history, proofs.kept_below)
 
         install = _hook("toolpin.site.install", "write_install_page")
         if install is not None:
