@@ -136,6 +136,23 @@ def main() -> None:
         base = timed(empty, 10)
         hooked = timed(hook, 10)
         print(f"hook, 100 servers: {hooked * 1000:.1f} ms (empty interpreter {base * 1000:.1f} ms)")
+
+        # the same note once 50 skills (3 files each, 1.4 MB in all) are pinned: the hook
+        # then computes each folder's tree digest (changed_skills.py)
+        from toolpin.skills.check import pin
+        from toolpin.skills.locate import known
+        from toolpin.skills.store import SkillStore
+
+        for i in range(50):
+            skill = home / ".claude" / "skills" / f"s{i}"
+            (skill / "scripts").mkdir(parents=True)
+            (skill / "SKILL.md").write_text(f"---\nname: s{i}\n---\nbody {i}\n", "utf-8")
+            (skill / "reference.md").write_text("word " * 5400, "utf-8")
+            (skill / "scripts" / "run.sh").write_text("echo run\n", "utf-8")
+        pin(known(work, {"HOME": str(home)}), SkillStore(work / "skills-home"))
+        env["TOOLPIN_HOME"] = str(work / "skills-home")
+        skilled = timed(hook, 10)
+        print(f"hook, 100 servers and 50 pinned skills: {skilled * 1000:.1f} ms")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

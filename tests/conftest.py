@@ -18,6 +18,7 @@ import compileall
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,13 @@ import pytest
 from tests.shared import CACHE, npm_install
 
 REPO = Path(__file__).resolve().parents[1]
+
+# pytest rewrites the asserts of every test module it imports, and keeps the result in
+# __pycache__ unless bytecode writing is off (PYTHONDONTWRITEBYTECODE): then every run,
+# and every xdist worker in it, rewrites all of them again, most of the collection's
+# time. This conftest is imported before any test module: from here on the rewritten
+# modules are kept (gitignored), like the compiled sources (``_bytecode`` below).
+sys.dont_write_bytecode = False
 NPM_PREFIX = CACHE / "npm-servers"
 EVERYTHING = "@modelcontextprotocol/server-everything"
 EVERYTHING_VERSION = "2026.8.31"
@@ -117,6 +125,80 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_HOME] = home
     if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller checks, once
         config.stash[_BEFORE] = _snapshot(real)
+
+
+LONG_MARKS = ("slow", "npm", "registries")
+"""Tests that spend seconds to minutes waiting (servers that answer late, registries,
+installs, Chromium)."""
+
+LONG_MODULES = (
+    "tests/integrations/",
+    "tests/proxy/test_proxy_real_servers.py",
+    "tests/proxy/test_proxy_acceptance.py",
+    "tests/proxy/test_real_listings.py",
+    "tests/proxy/test_proxy_audit_chain.py",
+    "tests/proxy/test_proxy_store.py",
+    "tests/site/test_site_state.py",
+    "tests/site/test_site_cache.py",
+    "tests/site/test_site_browser.py",
+    "tests/site/test_site_layout.py",
+    "tests/teamlock/test_teamlock_log_proofs.py",
+    "tests/lookup/test_plugin.py",
+    "tests/lookup/test_lookup_vocabulary.py",
+    "tests/remote/test_remote_sdk.py",
+    "tests/test_readme.py",
+)
+"""Modules whose tests took 15 s or more each in a loaded run (docs/testing.md): they go
+first too."""
+
+
+def _long(item: pytest.Item) -> bool:
+    if any(item.get_closest_marker(name) for name in LONG_MARKS):
+        return True
+    path = item.nodeid.split("::", 1)[0]
+    return any(path == m or (m.endswith("/") and path.startswith(m)) for m in LONG_MODULES)
+
+
+def _shares(total: int, workers: int) -> list[int]:
+    """The sizes of the contiguous shares ``--dist worksteal`` first hands the workers
+    (xdist's ``WorkStealingScheduling.check_schedule``: what is left, divided by the
+    workers left)."""
+    sizes = []
+    for k in range(workers):
+        sizes.append(total // (workers - k))
+        total -= sizes[-1]
+    return sizes
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long tests start first, on every worker at once, so their waiting overlaps the
+    rest of the suite instead of trailing it: each worker's share of the collection
+    begins with its part of them (``worksteal`` takes work from the end of a share).
+    Every worker computes the same order (xdist requires it); the rest keep theirs."""
+    dist = config.getoption("dist", "no")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if dist not in ("load", "worksteal") or workers < 2:
+        return  # one process: nothing to overlap; loadscope, loadfile: their grouping
+    long = [item for item in items if _long(item)]
+    rest = [item for item in items if not _long(item)]
+    # Whole modules to a worker, in turn: the tests of one module often wait for one
+    # thing built once (tests/shared.py), which the other workers need not wait for.
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in long:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    parts: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for k, module in enumerate(modules.values()):
+        parts[k % workers] += module
+    sizes = _shares(len(items), workers)
+    if dist != "worksteal" or any(len(p) > n for p, n in zip(parts, sizes, strict=True)):
+        items[:] = long + rest
+        return
+    ordered: list[pytest.Item] = []
+    taken = 0
+    for part, size in zip(parts, sizes, strict=True):
+        ordered += part + rest[taken : taken + size - len(part)]
+        taken += size - len(part)
+    items[:] = ordered
 
 
 _HOME = pytest.StashKey[Path]()

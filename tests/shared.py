@@ -6,6 +6,7 @@ into one ``node_modules`` would tear it. :func:`build_once` builds a folder once
 (in the run's temporary folder, which every worker shares); :func:`npm_install` installs
 one pinned npm package into a folder under ``<repo>/.cache`` that is kept between runs.
 Both work the same without xdist (one process takes the lock and builds).
+:func:`serve_asgi` serves an ASGI app (an SDK server's Streamable HTTP app) on loopback.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from filelock import FileLock
@@ -77,3 +80,59 @@ def npm_install(prefix: Path, package: str, version: str) -> str | None:
 
 def _version(manifest: Path) -> object:
     return json.loads(manifest.read_text(encoding="utf-8")).get("version")
+
+
+@contextmanager
+def serve_asgi(app: Any, host: str = "127.0.0.1") -> Iterator[int]:
+    """Serve ``app`` with uvicorn on a free port of ``host`` (IPv4 or IPv6; the port is
+    yielded) until the block ends."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.bind((host, 0))
+    port = sock.getsockname()[1]
+    http = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="on"))
+    thread = threading.Thread(target=http.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not http.started:
+        assert time.monotonic() < deadline, "the HTTP server did not start"
+        time.sleep(0.02)
+    try:
+        yield port
+    finally:
+        http.should_exit = True
+        thread.join(timeout=10)
+
+
+GOPATH = Path("/usr/share/gocode")
+"""Debian's Go packages (golang-golang-x-mod-dev puts golang.org/x/mod/sumdb here)."""
+
+
+def build_go(tmp_path_factory: pytest.TempPathFactory, source: Path, *needs: str) -> Path:
+    """The Go program in ``source`` built once per run (GOPATH mode, Debian's packages),
+    its binary named after the folder; skips when ``go`` or a package of ``needs``
+    (import paths under GOPATH) is not installed."""
+    go = shutil.which("go")
+    missing = [n for n in needs if not (GOPATH / "src" / n).is_dir()]
+    if go is None or missing:
+        pytest.skip("go or golang.org/x/mod is not installed (Debian golang-golang-x-mod-dev)")
+
+    def build(out: Path) -> None:
+        env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": ""}
+        env.setdefault("GOCACHE", str(out / "gocache"))
+        done = subprocess.run(
+            [go, "build", "-o", str(out / source.name), "."],
+            cwd=source,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+
+    return build_once(tmp_path_factory, f"go-{source.name}", build) / source.name

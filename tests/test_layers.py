@@ -9,7 +9,8 @@ one at the top of a module; imports under ``if TYPE_CHECKING:`` are left out of 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import functools
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -31,18 +32,25 @@ ALLOWED: dict[str, set[str]] = {
     "probe": {"core", "util"},
     "offline": {"core", "lockfile", "report", "util"},
     "clients": {"core", "lockfile", "packages", "pins", "util"},
-    "team": {"clients", "core", "lockfile", "packages", "pins", "probe", "report", "util"},
+    "team": {
+        "clients", "core", "lockfile", "packages", "pins", "probe", "report", "skills", "util",
+    },
     "proxy": {"core", "pins", "report", "team", "util"},
     "remote": {"core", "pins", "probe", "proxy", "team", "util"},
     "publog": {"core", "util"},
     "crawl": {"clients", "core", "lockfile", "packages", "probe", "publog", "report", "util"},
     "site": {"core", "publog", "report", "util", "crawl", "clients", "lockfile"},
-    "lookup": {"core", "lockfile", "pins", "publog", "probe", "report", "util"},
+    "lookup": {"core", "evidence", "lockfile", "pins", "publog", "probe", "report", "util"},
     "evidence": {"core", "publog", "probe", "util"},
+    "monitor": {"core", "evidence", "lockfile", "publog", "util"},
+    "witness": {"core", "publog", "util"},
     "demo": {"core", "util", "proxy", "pins", "report"},
+    "maintainer": {"core", "lockfile", "probe", "report", "team", "util"},
+    "skills": {"core", "lockfile", "pins", "util"},
     "cli": {
-        "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "offline", "packages",
-        "pins", "probe", "proxy", "publog", "remote", "report", "site", "team", "util",
+        "clients", "core", "crawl", "demo", "evidence", "lockfile", "lookup", "maintainer",
+        "monitor", "offline", "packages", "pins", "probe", "proxy", "publog", "remote", "report",
+        "site", "skills", "team", "util", "witness",
     },
     "__main__": {"cli", "proxy", "remote"},
     "__init__": {"core", "offline"},  # the lazy public API
@@ -74,6 +82,7 @@ THIRD_PARTY_HOMES = {
     "rich": {"cli"},
     "mcp": {"lookup", "remote"},
     "jinja2": {"site"},
+    "yaml": {"skills"},
 }
 """Heavy third-party imports, and the only packages that may make them."""
 
@@ -101,10 +110,15 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
 MODULES = dict(_modules())
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(module: str, path: Path, *, with_type_checking: bool = False) -> list[str]:
     """Every module ``module`` imports at run time (``from a import b`` counts a.b if a
     module, else a); with ``with_type_checking``, the ``TYPE_CHECKING`` imports too."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     skip = set() if with_type_checking else _type_checking_nodes(tree)
     out: list[str] = []
     for node in ast.walk(tree):
@@ -125,8 +139,30 @@ def _imports(module: str, path: Path, *, with_type_checking: bool = False) -> li
     return out
 
 
-GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
-FULL_GRAPH = {m: _imports(m, p, with_type_checking=True) for m, p in MODULES.items()}
+class _Graph(Mapping[str, list[str]]):
+    """Every module's imports, each module read when first asked for: not while the suite
+    is collected (in every worker, whichever tests it then runs), and once for both graphs."""
+
+    def __init__(self, *, with_type_checking: bool) -> None:
+        self._with_type_checking = with_type_checking
+        self._known: dict[str, list[str]] = {}
+
+    def __getitem__(self, module: str) -> list[str]:
+        if module not in self._known:
+            self._known[module] = _imports(
+                module, MODULES[module], with_type_checking=self._with_type_checking
+            )
+        return self._known[module]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(MODULES)
+
+    def __len__(self) -> int:
+        return len(MODULES)
+
+
+GRAPH = _Graph(with_type_checking=False)
+FULL_GRAPH = _Graph(with_type_checking=True)
 
 
 def _top(module: str) -> str:
@@ -200,7 +236,7 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
-def _edges(graph: dict[str, list[str]]) -> dict[str, set[str]]:
+def _edges(graph: Mapping[str, list[str]]) -> dict[str, set[str]]:
     """The module graph without a module's own parent packages: importing ``toolpin.a.b``
     runs ``toolpin/a/__init__.py`` first, but that is not an edge back unless the package
     itself imports the module."""
@@ -243,7 +279,7 @@ def test_the_map_sees_every_package() -> None:
     assert {"core", "pins", "proxy", "probe", "team", "cli"} <= packages
 
 
-IMPORT_NAMES = {"httpx2": "httpx2"}
+IMPORT_NAMES = {"httpx2": "httpx2", "pyyaml": "yaml"}
 """Distribution name -> import name, where they differ (most are the same)."""
 
 

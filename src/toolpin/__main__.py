@@ -20,9 +20,12 @@ _VALUE_OPTIONS = {
     "--lock": "lock",
     "--url": "url",
     "--transport": "transport",
+    "--log": "log",
+    "--vkey": "vkey",
+    "--accept-public-after": "accept_after",
 }
 _REPEATED = {"--header": "headers"}
-_FLAGS = {"--quiet": "quiet", "--only-locked": "only_locked"}
+_FLAGS = {"--quiet": "quiet", "--only-locked": "only_locked", "--require-public": "require_public"}
 
 
 def _parse_run(args: list[str]) -> dict[str, Any] | None:
@@ -58,6 +61,11 @@ def _parse_run(args: list[str]) -> dict[str, Any] | None:
             options["timeout"] = float(options["timeout"])
         except ValueError:
             return None
+    if "accept_after" in options:
+        days = options["accept_after"]
+        if not (days.isascii() and days.isdigit() and 1 <= int(days) <= 3650):
+            return None  # click says what is wrong with it
+        options["accept_after"] = int(days)
     if "url" in options:
         # ``run --url URL``: a remote server, no command (click explains a mix-up).
         return None if command else options

@@ -8,17 +8,17 @@ import base64
 import contextlib
 import hashlib
 import json
-import socket
 import struct
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.shared import serve_asgi
 
 from toolpin.publog.note import Signer
 
@@ -146,27 +146,12 @@ def json_reply(value: Any, status: int = 200) -> Reply:
 @contextlib.contextmanager
 def sdk_http_server(host: str = "127.0.0.1", **app_options: Any) -> Iterator[str]:
     """Serve the SDK test server over Streamable HTTP; yields the endpoint URL."""
-    import uvicorn
     from sdk_server import build
 
     app = build().streamable_http_app(**app_options)
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.bind((host, 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the SDK HTTP server did not start")
-        time.sleep(0.02)
-    try:
+    with serve_asgi(app, host) as port:
         shown = f"[{host}]" if ":" in host else host
         yield f"http://{shown}:{port}/mcp"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 # ----------------------------------------------------- independent log verification

@@ -1,4 +1,11 @@
-"""The pre-commit hooks, run with `pre-commit try-repo` against a temporary repository."""
+"""The pre-commit hooks, run with `pre-commit try-repo` against a temporary repository.
+
+The hook environment (a venv with toolpin built from this checkout and installed, as
+pre-commit makes it for a user) is made once per run: both tests share one
+``PRE_COMMIT_HOME`` (pre-commit locks its store while it installs), and on a clean
+checkout ``try-repo`` and ``rev: HEAD`` name the same commit, so the second test finds
+the environment made.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.integrations.conftest import REPO
+from tests.shared import run_folder
 
 pytestmark = pytest.mark.slow
 
@@ -23,9 +31,17 @@ def _git(cwd: Path, *args: str) -> None:
     )  # fmt: skip
 
 
-def _try_repo(project: Path, hook: str, *args: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="session")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pre-commit's store, the same for every worker of the run."""
+    return run_folder(tmp_path_factory) / "pre-commit-home"
+
+
+def _try_repo(
+    project: Path, store: Path, hook: str, *args: str
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
-    env["PRE_COMMIT_HOME"] = str(project.parent / "pre-commit-home")
+    env["PRE_COMMIT_HOME"] = str(store)
     env["TOOLPIN_HOME"] = str(project.parent / "toolpin-home")
     cmd = [sys.executable, "-m", "pre_commit", "try-repo", str(REPO), hook, "--all-files"]
     return subprocess.run(
@@ -61,7 +77,7 @@ def project(tmp_path: Path) -> Path:
     return project
 
 
-def _run_configured(project: Path) -> subprocess.CompletedProcess[str]:
+def _run_configured(project: Path, store: Path) -> subprocess.CompletedProcess[str]:
     head = subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=REPO, text=True).strip()
     (project / ".pre-commit-config.yaml").write_text(
         "repos:\n"
@@ -72,23 +88,25 @@ def _run_configured(project: Path) -> subprocess.CompletedProcess[str]:
         "        args: [--listing, tools-list.json, --lock, tools.lock.json]\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
-    env["PRE_COMMIT_HOME"] = str(project.parent / "pre-commit-home")
+    env["PRE_COMMIT_HOME"] = str(store)
     return subprocess.run(
         [sys.executable, "-m", "pre_commit", "run", "toolpin-check", "--all-files"],
         cwd=project, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
 
 
-def test_the_lock_check_hook_passes_on_an_unchanged_project(project: Path) -> None:
-    done = _try_repo(project, "toolpin-lock-check")
+def test_the_lock_check_hook_passes_on_an_unchanged_project(
+    project: Path, pre_commit_home: Path
+) -> None:
+    done = _try_repo(project, pre_commit_home, "toolpin-lock-check")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Passed" in done.stdout
 
 
-def test_the_check_hook_passes_then_fails_on_drift(project: Path) -> None:
-    done = _run_configured(project)
+def test_the_check_hook_passes_then_fails_on_drift(project: Path, pre_commit_home: Path) -> None:
+    done = _run_configured(project, pre_commit_home)
     assert done.returncode == 0, done.stdout + done.stderr
     shutil.copy(REPO / "examples" / "tools-list.changed.json", project / "tools-list.json")
-    done = _run_configured(project)
+    done = _run_configured(project, pre_commit_home)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "result: drift" in done.stdout

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.shared import serve_asgi
 
 from toolpin.crawl.stdio import probe_sandboxed
 from toolpin.probe.conversation import ProbeResult
@@ -95,7 +94,6 @@ class SlowFront:
 
 @contextmanager
 def slow_http_server(era: str) -> Iterator[tuple[str, SlowFront]]:
-    import uvicorn
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer("slow-http", instructions="Slow to start.")
@@ -106,21 +104,8 @@ def slow_http_server(era: str) -> Iterator[tuple[str, SlowFront]]:
         return a + b
 
     front = SlowFront(server.streamable_http_app(), era)
-    sock = socket.socket(socket.AF_INET)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    http = uvicorn.Server(uvicorn.Config(front, log_level="critical", lifespan="on"))
-    thread = threading.Thread(target=http.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not http.started:
-        assert time.monotonic() < deadline, "the SDK HTTP server did not start"
-        time.sleep(0.02)
-    try:
+    with serve_asgi(front) as port:
         yield f"http://127.0.0.1:{port}/mcp", front
-    finally:
-        http.should_exit = True
-        thread.join(timeout=10)
 
 
 def stdio_argv(tmp_path: Path, era: str, delay: float) -> list[str]:

@@ -239,6 +239,17 @@ def test_a_block_carries_the_logs_evidence(
     review = cli(toolpin_home, "review", pinned_id(toolpin_home), *public_log.options())
     assert review.returncode == 0, review.stderr
     assert "the new definitions are publicly recorded since 2026-11-28" in review.stdout
+    as_json = cli(toolpin_home, "review", pinned_id(toolpin_home), "--json", *public_log.options())
+    assert as_json.returncode == 0, as_json.stderr
+    doc = json.loads(as_json.stdout)
+    assert doc["pending"]["digest"] == proxy_snapshot(V2).surface_hash()
+    assert doc["changes"] and all(c["kinds"] for c in doc["changes"])
+    assert doc["log"]["status"] == "recorded" and doc["log"]["recorded"] is True
+    assert doc["log"]["digest"] == doc["pending"]["digest"]
+    assert doc["log"]["recorded_at"].startswith("2026-11-28")
+    assert doc["log"]["origin"] == public_log.origin
+    assert type(doc["log"]["checkpoint_size"]) is int and type(doc["log"]["entry_index"]) is int
+    assert "Subtracts" not in as_json.stdout  # labels and ids, not the server's words
     approved = cli(
         toolpin_home, "approve", pinned_id(toolpin_home), *public_log.options("--require-public")
     )
@@ -270,6 +281,12 @@ def test_approve_under_require_public_refuses_an_unrecorded_change(
     assert pinned_surface(toolpin_home) == proxy_snapshot(V1).surface_hash()  # unchanged
     review = cli(toolpin_home, "review", pinned_id(toolpin_home), *public_log.options())
     assert f"the new definitions were never recorded in {public_log.origin}" in review.stdout
+    as_json = cli(toolpin_home, "review", pinned_id(toolpin_home), "--json", *public_log.options())
+    doc = json.loads(as_json.stdout)
+    assert doc["log"]["status"] == "never-recorded" and doc["log"]["recorded"] is False
+    assert doc["log"]["origin"] == public_log.origin
+    nothing = cli(toolpin_home, "review", pinned_id(toolpin_home), "--json")
+    assert json.loads(nothing.stdout)["log"] is None  # no log named: none consulted
 
 
 def test_the_config_file_names_the_log_for_every_wrapped_entry(

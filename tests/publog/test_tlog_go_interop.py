@@ -8,14 +8,13 @@ Debian's ``golang-go`` and ``golang-golang-x-mod-dev`` (``.ci/run`` installs the
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.shared import build_once
+from tests.shared import build_go
 from tlog_helpers import make_entries
 
 import toolpin.cli
@@ -23,31 +22,13 @@ from toolpin.publog.keys import generate_key, load_signer
 from toolpin.publog.tiles import TileLog
 
 GO_SOURCE = Path(__file__).parent / "go" / "tlogverify"
-GOPATH = Path("/usr/share/gocode")
-XMOD = GOPATH / "src" / "golang.org" / "x" / "mod" / "sumdb"
 
 
 @pytest.fixture(scope="session")
 def go_verifier(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Go verifier, built once per run (every worker shares it)."""
-    go = shutil.which("go")
-    if go is None or not (XMOD / "note").is_dir() or not (XMOD / "tlog").is_dir():
-        pytest.skip("go or golang.org/x/mod is not installed (Debian golang-golang-x-mod-dev)")
-
-    def build(out: Path) -> None:
-        env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(GOPATH), "GOFLAGS": ""}
-        env.setdefault("GOCACHE", str(out / "gocache"))
-        done = subprocess.run(
-            [go, "build", "-o", str(out / "tlogverify"), "."],
-            cwd=GO_SOURCE,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
-
-    return build_once(tmp_path_factory, "go-tlogverify", build) / "tlogverify"
+    sumdb = "golang.org/x/mod/sumdb"
+    return build_go(tmp_path_factory, GO_SOURCE, f"{sumdb}/note", f"{sumdb}/tlog")
 
 
 def _cli(*args: str) -> str:

@@ -17,6 +17,9 @@ run ...``, ``python -m toolpin run ...``, or mcp-pin's forms), decided by parsin
 the way ``toolpin wrap`` does, never by a substring. toolpin's own servers (``toolpin
 lookup``) are not counted. Remote (URL) servers cannot be behind a stdio proxy and are
 counted separately. Any unreadable file is skipped: the hook never fails a session.
+
+The same line then names the skills that changed since ``toolpin skills pin`` recorded
+them (``changed_skills.py`` beside this script; no skill text).
 """
 
 from __future__ import annotations
@@ -231,6 +234,28 @@ def message(unprotected: list[str], remote: int) -> str | None:
     return line + "."
 
 
+def skills_note(hook_input: dict[str, Any]) -> str | None:
+    """The changed-skills sentence (``changed_skills.py``), or None; never an error."""
+    import importlib.util
+
+    beside = Path(__file__).resolve().with_name("changed_skills.py")
+    spec = importlib.util.spec_from_file_location("changed_skills", beside)
+    if spec is None or spec.loader is None:
+        return None
+    changed_skills = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(changed_skills)
+    except (OSError, ImportError, SyntaxError):
+        return None
+    home = Path(os.environ.get("HOME") or os.environ.get("USERPROFILE") or Path.home())
+    custom = os.environ.get("CLAUDE_CONFIG_DIR")
+    config_dir = Path(custom) if custom else home / ".claude"
+    try:
+        return changed_skills.note(project_dir(hook_input), config_dir)
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
 def main() -> int:
     try:
         raw = sys.stdin.read(1 << 20) if not sys.stdin.isatty() else ""
@@ -240,6 +265,9 @@ def main() -> int:
     if not isinstance(hook_input, dict):
         hook_input = {}
     line = message(*classify(collect(hook_input)))
+    skills = skills_note(hook_input)
+    if skills is not None:
+        line = skills if line is None else f"{line} {skills}"
     if line is not None:
         context = {"hookEventName": "SessionStart", "additionalContext": line}
         output = {"hookSpecificOutput": context}

@@ -65,20 +65,26 @@ def _register_commands() -> None:
         log,
         login,
         lookup,
+        monitor,
         offline,
         pins,
         policy,
         report,
         run,
         site,
+        skills,
+        snapshot,
+        witness,
         wrap,
     )
 
     log.log_group.add_command(crawl.crawl_cmd)
     log.log_group.add_command(evidence.lookup_cmd)
     log.log_group.add_command(evidence.trust_cmd)
+    log.log_group.add_command(monitor.monitor_cmd)
     log.log_group.add_command(report.report_command)
     log.log_group.add_command(site.site_cmd)
+    log.log_group.add_command(witness.witness_group)
     for command in (
         offline.pin,
         offline.check,
@@ -93,6 +99,7 @@ def _register_commands() -> None:
         demo.demo_command,
         demo.demo_server_command,
         lock.lock_command,
+        snapshot.snapshot_command,
         login.login_command,
         gateway.gateway_command,
         wrap.wrap_command,
@@ -100,6 +107,7 @@ def _register_commands() -> None:
         policy.policy_command,
         lookup.lookup_command,
         install.install_links_command,
+        skills.skills_group,
         log.log_group,
     ):
         cli.add_command(command)

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolpin.cli.witness import witness_option
+
 if TYPE_CHECKING:
     from toolpin.crawl.runner import CrawlEvent, CrawlSummary, ServerResult
 
@@ -90,6 +92,7 @@ SOURCE_CHOICES = ("config", "registry", "npm", "github")
     type=click.Path(file_okay=False),
     help="Shared package caches (default: crawl in the cache directory, ~/.cache/toolpin).",
 )
+@witness_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--full", is_flag=True, help="Ignore the registry's updated_since mark.")
 @click.option(
@@ -113,6 +116,7 @@ def crawl_cmd(
     install_timeout: float,
     state_file: str | None,
     cache_dir: str | None,
+    witnesses: tuple[tuple[str, str], ...],
     as_json: bool,
     full: bool,
     lock_timeout: float,
@@ -121,7 +125,10 @@ def crawl_cmd(
     or the JSON summary with --json).
 
     A server's failure is recorded in crawl state and never stops the crawl. Names in
-    OPTOUT.txt (log directory or working directory) are never probed.
+    OPTOUT.txt (log directory or working directory) are never probed. With --witness,
+    the new checkpoint is then sent to each witness and published with the cosignatures
+    it got (as `log witness push` does; exit 1 if a witness did not cosign, 3 if one holds
+    another history of the log).
     """
     from toolpin.crawl.runner import CrawlOptions, crawl
     from toolpin.probe.ssrf import AddressPolicy
@@ -150,13 +157,25 @@ def crawl_cmd(
         lock_timeout=lock_timeout,
     )
     summary = crawl(options, _progress_line)
+    pushed = None
+    if witnesses and (Path(log_dir) / "checkpoint").exists():
+        from toolpin.cli.witness import push_lines, push_to
+
+        pushed = push_to(log_dir, signer.verifier, witnesses, 10.0)
+        for line in push_lines(pushed):
+            click.echo(line, err=True)
     if as_json:
         from toolpin.core.render import safe_json
 
-        click.echo(safe_json(summary.to_json()))
+        doc = summary.to_json()
+        if pushed is not None:
+            from toolpin.cli.witness import push_json
+
+            doc["witnesses"] = push_json(pushed)
+        click.echo(safe_json(doc))
     else:
         click.echo("\n".join(summary_table(summary)))
-    return 0
+    return 0 if pushed is None else pushed.exit_code
 
 
 def _progress_line(event: CrawlEvent) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from toolpin.cli.log import VKEY_HELP
+from toolpin.cli.log import VKEY_HELP, policy_option
 
 
 @click.command("lookup")
@@ -34,9 +34,17 @@ from toolpin.cli.log import VKEY_HELP
     help="Allow a log on a loopback or private address (also TOOLPIN_LOG_ALLOW_PRIVATE=1).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@policy_option
 @click.argument("digest")
 def lookup_cmd(
-    url: str, vkey: str, kind: str, timeout: float, allow_private: bool, as_json: bool, digest: str
+    url: str,
+    vkey: str,
+    kind: str,
+    timeout: float,
+    allow_private: bool,
+    as_json: bool,
+    policy_file: str | None,
+    digest: str,
 ) -> int:
     """Whether DIGEST is publicly recorded in the log, verified on this machine.
 
@@ -47,9 +55,11 @@ def lookup_cmd(
     from toolpin.cli.log import _vkey_text
     from toolpin.evidence.errors import LogProblem
     from toolpin.evidence.lookup import LogRef, Recorded, describe, look_up, problem_json, to_json
+    from toolpin.pins.publiclog import policy_file as configured
     from toolpin.util.fs import toolpin_home
 
-    ref = LogRef(url=url, vkey=_vkey_text(vkey))
+    policy = configured(toolpin_home(), policy_file)
+    ref = LogRef(url=url, vkey=_vkey_text(vkey), policy=str(policy) if policy else None)
     try:
         found = look_up(
             ref,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from toolpin.cli.log_options import accept_public_after_option, log_options
 from toolpin.cli.remote_options import header_option, transport_option
 
 
@@ -31,6 +32,8 @@ from toolpin.cli.remote_options import header_option, transport_option
 @click.option(
     "--only-locked", is_flag=True, help="Refuse a server the lock does not list (needs --lock)."
 )
+@log_options
+@accept_public_after_option
 def gateway_command(
     listen: str,
     url: str,
@@ -41,6 +44,10 @@ def gateway_command(
     quiet: bool,
     lock: str | None,
     only_locked: bool,
+    log_url: str | None,
+    vkey: str | None,
+    require_public: bool,
+    accept_after: int | None,
 ) -> int:
     """Serve a remote MCP server on this machine over Streamable HTTP, checked like
     `toolpin run --url` (held until verified, every listing checked, both eras).
@@ -48,6 +55,10 @@ def gateway_command(
     \b
     toolpin gateway --listen 127.0.0.1:8765 --name docs --url https://example.com/mcp
     then point the client at http://127.0.0.1:8765/mcp
+
+    With --log URL --vkey FILE (or TOOLPIN_LOG and TOOLPIN_LOG_VKEY, or
+    TOOLPIN_HOME/config.json) a first pin and a block say whether the public log
+    recorded these exact definitions, as for `toolpin run --url`.
     """
     from toolpin.remote.gateway import parse_listen, run_gateway
     from toolpin.remote.start import gateway_options
@@ -62,6 +73,10 @@ def gateway_command(
         quiet=quiet,
         lock=lock,
         only_locked=only_locked,
+        log=log_url,
+        vkey=vkey,
+        require_public=require_public,
+        accept_after=accept_after,
     )
 
     def log(text: str) -> None:

@@ -68,6 +68,15 @@ if TYPE_CHECKING:
     type=click.IntRange(1, 32),
     help="Servers started at once.",
 )
+@click.option(
+    "--skills",
+    "skills",
+    default=None,
+    metavar="DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also lock the project's skills in DIR (such as .claude/skills); later runs "
+    "and --check use the folder the lock records.",
+)
 @log_option
 @vkey_option
 def lock_command(
@@ -79,6 +88,7 @@ def lock_command(
     timeout: float,
     client_capabilities: str | None,
     concurrency: int,
+    skills: Path | None,
     log_url: str | None,
     vkey: str | None,
 ) -> int:
@@ -115,6 +125,7 @@ def lock_command(
         concurrency=concurrency,
         client_capabilities=caps,
         progress=progress,
+        skills=skills,
     )
     from toolpin.util.fs import toolpin_home
 
@@ -216,6 +227,10 @@ def _outcome_lines(
         lines.extend(Line(f"  note: {visible(n)}", "dim") for n in outcome.notes)
     for name, reason in report.skipped:
         lines.append(Line(f"{visible(name)}: skipped ({visible(reason)})", "dim"))
+    if report.skills or report.skills_gone:
+        from toolpin.skills.report import lock_lines as skill_lines
+
+        lines += skill_lines(report.skills, report.skills_gone, full=full)
     return lines
 
 
@@ -247,7 +262,7 @@ def lock_lines(
                     " at the version recorded here until the lock is updated."
                 )
             )
-    if not report.outcomes:
+    if not report.outcomes and not report.wrote:
         lines.append(Line("The config lists no local server to lock; nothing was written."))
     failed = sum(1 for o in report.outcomes if not o.ok)
     if failed:
@@ -267,13 +282,32 @@ def check_lines(
     differ = [o for o in report.outcomes if not o.ok and o.status != "failed"]
     failed = [o for o in report.outcomes if o.status == "failed"]
     total = len(report.outcomes)
+    skills = len(report.skills)
     if report.ok:
         every = "The server matches" if total == 1 else f"All {total} servers match"
+        if skills:
+            every += f", and {counted(skills, 'skill')}"
+            every += " matches" if skills == 1 else " match"
         lines.append(Line(f"{every} {report.lock_path}.", "good"))
+        return lines
+    skills_differ = sum(1 for o in report.skills if not o.ok) + len(report.skills_gone)
+    if skills_differ and not differ and not failed:
+        verb = "differs" if skills_differ == 1 else "differ"
+        lines.append(
+            Line(f"{counted(skills_differ, 'skill')} {verb} from {report.lock_path}.", "bad")
+        )
+        lines.append(
+            Line(
+                "If the change is expected, run `toolpin lock` and commit the new lock in "
+                "a pull request, so a person reads it before anyone's agent does."
+            )
+        )
         return lines
     if differ:
         verb = "differs" if len(differ) == 1 else "differ"
         text = f"{counted(len(differ), 'server')} {verb} from {report.lock_path}"
+        if skills_differ:
+            text += f" (and {counted(skills_differ, 'skill')})"
         if failed:
             text += f", {len(failed)} could not start"
     else:

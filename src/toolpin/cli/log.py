@@ -15,8 +15,32 @@ from toolpin.errors import InputError, LogError
 
 if TYPE_CHECKING:
     from toolpin.publog.note import Verifier
+    from toolpin.publog.policy import Policy
 
 VKEY_HELP = "The pinned verifier key (name+id+key), or a file holding it (last line used)."
+POLICY_HELP = (
+    "A witness policy file: the checkpoint must carry its quorum's cosignatures "
+    "(default: $TOOLPIN_LOG_POLICY, else config.json's log.policy)."
+)
+
+
+def policy_option(func: click.decorators.FC) -> click.decorators.FC:
+    return click.option("--policy", "policy_file", default=None, metavar="FILE", help=POLICY_HELP)(
+        func
+    )
+
+
+def load_policy_option(policy_file: str | None) -> Policy | None:
+    """The policy of ``--policy``, else of the environment or config (``None``: none)."""
+    from toolpin.pins.publiclog import policy_file as configured
+    from toolpin.util.fs import toolpin_home
+
+    path = configured(toolpin_home(), policy_file)
+    if path is None:
+        return None
+    from toolpin.publog.policy import load_policy
+
+    return load_policy(path)
 
 
 @click.group("log")
@@ -91,7 +115,10 @@ def keygen(origin: str, out: str) -> int:
     help="A checkpoint file you kept earlier: the log must be consistent with it.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
+@policy_option
+def verify(
+    log_dir: str, vkey: str, since: str | None, as_json: bool, policy_file: str | None
+) -> int:
     """Audit a log: signature, entries, tiles, blobs, root, --since and a site's index.
 
     In a published copy of the site (a folder with api/v1/digests/), also that the digest
@@ -103,7 +130,7 @@ def verify(log_dir: str, vkey: str, since: str | None, as_json: bool) -> int:
 
     since_text = _read_text(since, "the kept checkpoint") if since else None
     verifier = _verifier(vkey)
-    result = verify_log(log_dir, verifier, since_text)
+    result = verify_log(log_dir, verifier, since_text, policy=load_policy_option(policy_file))
     buckets: int | None = None
     if result.ok and result.checkpoint is not None:
         from toolpin.site.digests import audit_digests, has_digests
@@ -194,8 +221,14 @@ def prove(log_dir: str, index: int | None, since: str | None, vkey: str | None) 
     default=None,
     help="For a consistency proof: the older checkpoint you kept (must be the proof's).",
 )
+@policy_option
 def verify_proof_cmd(
-    vkey: str, proof_file: str, entry_file: str | None, log_dir: str | None, since: str | None
+    vkey: str,
+    proof_file: str,
+    entry_file: str | None,
+    log_dir: str | None,
+    since: str | None,
+    policy_file: str | None,
 ) -> int:
     """Check a tlog-proof (inclusion) or a consistency proof offline against the pinned key."""
     from toolpin.publog.proof import (
@@ -206,13 +239,14 @@ def verify_proof_cmd(
     )
 
     verifier = _verifier(vkey)
+    policy = load_policy_option(policy_file)
     text = _read_text(proof_file, "the proof file")
     if is_consistency_proof(text):
         if entry_file is not None or log_dir is not None:
             raise click.UsageError("a consistency proof takes no --entry-file or --log")
         kept = _read_text(since, "the kept checkpoint") if since is not None else None
         try:
-            old, new = verify_consistency_proof(text, verifier, kept=kept)
+            old, new = verify_consistency_proof(text, verifier, kept=kept, policy=policy)
         except LogError as exc:
             click.echo(f"FAILED: {exc.message}")
             return 1
@@ -243,7 +277,7 @@ def verify_proof_cmd(
         click.echo(at)
         return 0
     try:
-        checkpoint = verify_proof(text, entry, verifier)
+        checkpoint = verify_proof(text, entry, verifier, policy=policy)
     except LogError as exc:
         click.echo(f"FAILED: {exc.message}")
         return 1

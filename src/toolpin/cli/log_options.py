@@ -32,3 +32,14 @@ require_public_option = click.option(
 def log_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--log URL --vkey FILE --require-public``."""
     return log_option(vkey_option(require_public_option(func)))
+
+
+accept_public_after_option = click.option(
+    "--accept-public-after",
+    "accept_after",
+    default=None,
+    type=click.IntRange(1, 3650),
+    metavar="DAYS",
+    help="Accept a change the log recorded at least DAYS ago whose labels aim at nothing "
+    "the model reads (audited); every other change still waits for a person.",
+)

@@ -84,7 +84,10 @@ def lookup_command(
                 raise InputError(f"--log {log_location} is not a directory")
     elif vkey is not None:
         raise InputError("--vkey without --log: name the log to verify")
-    source = LogSource(log_location, verifier, allow_private=allow_private)
+    from toolpin.util.fs import toolpin_home
+
+    # A URL log keeps its checkpoint (and any distrust) in TOOLPIN_HOME, as `run --log` does.
+    source = LogSource(log_location, verifier, allow_private=allow_private, home=toolpin_home())
     if http_port is None:
         anyio.run(serve_stdio, Lookup(source))
     else:

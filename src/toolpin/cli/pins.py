@@ -198,10 +198,17 @@ def show_command(
 @click.command("review")
 @_ID_ARGUMENT
 @_NAME_OPTION
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON (the change's labels and the log's facts)."
+)
 @log_option
 @vkey_option
 def review_command(
-    server_id: str | None, name: str | None, log_url: str | None, vkey: str | None
+    server_id: str | None,
+    name: str | None,
+    as_json: bool,
+    log_url: str | None,
+    vkey: str | None,
 ) -> int:
     """Show the change waiting for review, labelled, with the full diff.
 
@@ -209,14 +216,25 @@ def review_command(
     the name it was started with. With a public log (--log URL --vkey FILE, or the
     configured one) it says whether the log recorded the new definitions.
     """
-    from toolpin.core.render import visible
+    from toolpin.core.render import safe_json, visible
     from toolpin.report.review import pending_review
 
     record = _load(server_id, name)
     if record.pending is None:
+        if as_json:
+            click.echo(safe_json({**_record_json(record, full=False), "changes": [], "log": None}))
+            return 0
         click.echo(f"nothing pending for {visible(record.label)}")
         return 0
     evidence = _evidence(record.pending.digest, log_url, vkey)
+    if as_json:
+        from toolpin.core.drift import change_keys, compare
+
+        out = _record_json(record, full=False)
+        out["changes"] = change_keys(compare(record.snapshot, record.pending.snapshot))
+        out["log"] = None if evidence is None else evidence.to_json()
+        click.echo(safe_json(out))
+        return 0
     lines = pending_review(
         label=record.label,
         server_id=record.id,

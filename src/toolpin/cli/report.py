@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from toolpin.cli.log import VKEY_HELP, _read_text, _verifier
+from toolpin.cli.log import VKEY_HELP, _read_text, _verifier, load_policy_option, policy_option
 from toolpin.errors import InputError
 
 
@@ -148,6 +148,7 @@ def _monthly_lines(doc: dict[str, Any]) -> list[str]:
 @click.option("--show-text", is_flag=True, help="Include server-written names (made visible).")
 @click.option("--now", default=None, help="The report time (ISO 8601, default: the clock).")
 @click.option("--out", default=None, help="Write the report to this file (atomically).")
+@policy_option
 def report_command(
     log_dir: str,
     vkey: str,
@@ -160,6 +161,7 @@ def report_command(
     show_text: bool,
     now: str | None,
     out: str | None,
+    policy_file: str | None,
 ) -> int:
     """Report from the verified log: --since a kept checkpoint (or 24h, 7d), or --month.
 
@@ -182,6 +184,7 @@ def report_command(
     if not Path(log_dir).is_dir():
         raise InputError(f"the log directory {log_dir} does not exist")
     verifier = _verifier(vkey)
+    policy = load_policy_option(policy_file)
     generated = _now(now)
 
     if verify_file is not None:
@@ -191,6 +194,8 @@ def report_command(
             raise InputError(f"the report {verify_file} is not JSON") from None
         if not isinstance(doc, dict):
             raise InputError(f"the report {verify_file} is not a JSON object")
+        if policy is not None:
+            rep.load_view(log_dir, verifier, policy=policy)  # refuses a log not witnessed
         differences = rep.verify_monthly(log_dir, verifier, doc)
         if differences:
             click.echo(f"FAILED: the report differs from the log at {differences[0]}")
@@ -204,7 +209,7 @@ def report_command(
         return 0
 
     if month is not None:
-        view = rep.load_view(log_dir, verifier)
+        view = rep.load_view(log_dir, verifier, policy=policy)
         report = rep.monthly_report(view, month, generated_at=generated)
         _write(out, _dump(report) if as_json else "\n".join(_monthly_lines(report)) + "\n")
         return 0
@@ -213,7 +218,7 @@ def report_command(
     span = rep.parse_duration(since)
     if span is None:
         kept = _read_text(since, "the kept checkpoint")
-        view = rep.load_view(log_dir, verifier, since_note=kept)
+        view = rep.load_view(log_dir, verifier, since_note=kept, policy=policy)
         from toolpin.publog.checkpoint import open_checkpoint
 
         old = open_checkpoint(kept, verifier)
@@ -228,7 +233,7 @@ def report_command(
     else:
         import datetime as dt
 
-        view = rep.load_view(log_dir, verifier)
+        view = rep.load_view(log_dir, verifier, policy=policy)
         moment = dt.datetime.fromisoformat(generated.replace("Z", "+00:00"))
         report = rep.since_report(
             view, cutoff=moment - span, watch=watch, show_text=show_text, generated_at=generated

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from toolpin.cli.log_options import log_options
+from toolpin.cli.log_options import accept_public_after_option, log_options
 from toolpin.cli.remote_options import header_option, transport_option
 
 
@@ -40,15 +40,7 @@ from toolpin.cli.remote_options import header_option, transport_option
 @header_option
 @transport_option
 @log_options
-@click.option(
-    "--accept-public-after",
-    "accept_after",
-    default=None,
-    type=click.IntRange(1, 3650),
-    metavar="DAYS",
-    help="Accept a change the log recorded at least DAYS ago whose labels aim at nothing "
-    "the model reads (audited); every other change still waits for a person.",
-)
+@accept_public_after_option
 @click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
 def run_command(
     name: str | None,

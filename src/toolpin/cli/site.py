@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from toolpin.cli.log import policy_option
+
 
 @click.command("site")
 @click.option("--log", "log_dir", required=True, help="The log directory.")
@@ -39,6 +41,7 @@ import click
     "directory, when it exists).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
+@policy_option
 def site_cmd(
     log_dir: str,
     vkey: str,
@@ -47,10 +50,11 @@ def site_cmd(
     now: str | None,
     state_file: str | None,
     as_json: bool,
+    policy_file: str | None,
 ) -> int:
     """Build the static site (pages, badges, feeds, API, proofs and the log) from a log
     that verifies; refuses one that does not (exit 1)."""
-    from toolpin.cli.log import _verifier
+    from toolpin.cli.log import _verifier, load_policy_option
     from toolpin.site.build import build_site, default_cache, parse_now
 
     verifier = _verifier(vkey)
@@ -69,6 +73,7 @@ def site_cmd(
         now=parse_now(now),
         state=state,
         cache=default_cache(log_path),
+        policy=load_policy_option(policy_file),
     )
     summary = {
         "checkpoint": result.checkpoint_size,

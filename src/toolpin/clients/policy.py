@@ -18,6 +18,12 @@ a remote server as ``<launcher> run --name <n> --lock <ABS> --only-locked --url 
 (its URL is denied where the product has a deny list, so it cannot be used unwrapped).
 Environment *values* are never written: entries forward variables by name, and a literal
 value in the approved list becomes a note.
+
+With a public log (:class:`LogPolicy`: ``--log URL --vkey ABS [--require-public]
+[--accept-public-after DAYS]``), every wrapped entry carries those options too, so each
+server's first pin, block and lock proof is checked against the log, with the same
+policy, on every machine (the key file is named by an absolute path, as the lock is, or
+given as the key text itself).
 Output is deterministic, so the files can be reviewed and diffed.
 """
 
@@ -43,6 +49,8 @@ _ENV_REF = re.compile(
     r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
 )
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_KEY_TEXT = re.compile(r"[^+\s]+\+[0-9a-f]{8}\+[A-Za-z0-9+/]+=*")
+"""A note verifier key (``<name>+<key hash>+<base64 key>``), given as the text itself."""
 
 COMMON_NOTES = {
     "remote": "Remote servers run behind the proxy too (toolpin run --url); a header whose "
@@ -82,6 +90,58 @@ class PolicyOutput:
     files: tuple[PolicyFile, ...]
     server_count: int
     notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LogPolicy:
+    """The public log every wrapped entry consults, and its policy."""
+
+    url: str
+    vkey: str
+    """An absolute path of the verifier key file on every machine, or the key text."""
+    require_public: bool = False
+    accept_after: int | None = None
+
+    def args(self) -> list[str]:
+        """The ``toolpin run`` options that name it."""
+        out = ["--log", self.url, "--vkey", self.vkey]
+        if self.require_public:
+            out.append("--require-public")
+        if self.accept_after is not None:
+            out += ["--accept-public-after", str(self.accept_after)]
+        return out
+
+
+def log_policy(
+    url: str | None,
+    vkey: str | None,
+    *,
+    require_public: bool = False,
+    accept_after: int | None = None,
+) -> LogPolicy | None:
+    """The :class:`LogPolicy` of the options given (``None``: no log); an
+    :class:`InputError` for half a setting, a relative key path or a URL that is not
+    http(s), or a policy without a log."""
+    if url is None and vkey is None:
+        if require_public or accept_after is not None:
+            raise InputError(
+                "--require-public and --accept-public-after need a log: give --log URL --vkey ABS"
+            )
+        return None
+    if url is None or vkey is None:
+        raise InputError("--log and --vkey go together (the log's URL and its verifier key)")
+    if not url.startswith(("https://", "http://")):
+        raise InputError("--log must be an https:// or http:// URL")
+    key_text = _KEY_TEXT.fullmatch(vkey) is not None
+    if not key_text and not (posixpath.isabs(vkey) or re.match(r"^([A-Za-z]:[\\/]|\\\\)", vkey)):
+        raise InputError(
+            f"--vkey must be an absolute path or the key text, not {vkey!r}",
+            advice="A policy runs servers from folders you do not know; name the key file "
+            "where it is deployed, e.g. /etc/toolpin/log.vkey.",
+        )
+    if accept_after is not None and not 1 <= accept_after <= 3650:
+        raise InputError("--accept-public-after is a whole number of days (1 to 3650)")
+    return LogPolicy(url, vkey, require_public, accept_after)
 
 
 def check_lock_path(lock: str) -> str:
@@ -171,8 +231,13 @@ def _show(name: str) -> str:
     return json.dumps(name, ensure_ascii=True)
 
 
-def wrapped_argv(server: ApprovedServer, launcher: Sequence[str], lock: str) -> list[str]:
-    """The full command line a policy approves for ``server``."""
+def wrapped_argv(
+    server: ApprovedServer, launcher: Sequence[str], lock: str, log: LogPolicy | None = None
+) -> list[str]:
+    """The full command line a policy approves for ``server`` (with ``log``'s options)."""
+    flags = proxy_args(server.name, lock, only_locked=True)[:-1]  # no "--"
+    if log is not None:
+        flags += log.args()
     if server.kind == "remote":
         assert server.url is not None
         remote = ["--url", server.url]
@@ -180,9 +245,8 @@ def wrapped_argv(server: ApprovedServer, launcher: Sequence[str], lock: str) -> 
             remote += ["--transport", "sse"]
         for key, value in server.headers:
             remote += ["--header", f"{key}: {value}"]
-        flags = proxy_args(server.name, lock, only_locked=True)[:-1]  # no "--"
         return [*launcher, *flags, *remote]
-    return [*launcher, *proxy_args(server.name, lock, only_locked=True), *server.argv]
+    return [*launcher, *flags, "--", *server.argv]
 
 
 def build(
@@ -192,8 +256,10 @@ def build(
     lock: str,
     launcher: Sequence[str],
     notes: Sequence[str] = (),
+    log: LogPolicy | None = None,
 ) -> PolicyOutput:
-    """The files of one product (deterministic bytes)."""
+    """The files of one product (deterministic bytes); ``log``: the public log every
+    wrapped entry consults."""
     check_lock_path(lock)
     builder = {
         "claude-code": _claude_code,
@@ -201,7 +267,7 @@ def build(
         "codex": _codex,
         "cursor": _cursor,
     }[product]
-    files = builder(servers, list(launcher), lock)
+    files = builder(servers, list(launcher), lock, log)
     all_notes = list(notes)
     for s in servers:
         all_notes.extend(
@@ -226,12 +292,12 @@ def _json(value: object) -> bytes:
 
 
 def _allow_deny(
-    servers: Sequence[ApprovedServer], launcher: list[str], lock: str
+    servers: Sequence[ApprovedServer], launcher: list[str], lock: str, log: LogPolicy | None
 ) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
     allowed: list[dict[str, object]] = []
     denied: list[dict[str, object]] = []
     for s in servers:
-        allowed.append({"serverCommand": wrapped_argv(s, launcher, lock)})
+        allowed.append({"serverCommand": wrapped_argv(s, launcher, lock, log)})
         if s.kind == "remote":
             denied.append({"serverUrl": s.url})
         else:
@@ -240,16 +306,16 @@ def _allow_deny(
 
 
 def _claude_code(
-    servers: Sequence[ApprovedServer], launcher: list[str], lock: str
+    servers: Sequence[ApprovedServer], launcher: list[str], lock: str, log: LogPolicy | None
 ) -> list[PolicyFile]:
     mcp: dict[str, object] = {}
     for s in servers:
-        argv = wrapped_argv(s, launcher, lock)
+        argv = wrapped_argv(s, launcher, lock, log)
         entry: dict[str, object] = {"type": "stdio", "command": argv[0], "args": argv[1:]}
         if s.env:
             entry["env"] = dict(s.env)
         mcp[s.name] = entry
-    allowed, denied = _allow_deny(servers, launcher, lock)
+    allowed, denied = _allow_deny(servers, launcher, lock, log)
     settings = {
         "allowManagedMcpServersOnly": True,
         "allowedMcpServers": allowed,
@@ -261,8 +327,10 @@ def _claude_code(
     ]
 
 
-def _copilot(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) -> list[PolicyFile]:
-    allowed, denied = _allow_deny(servers, launcher, lock)
+def _copilot(
+    servers: Sequence[ApprovedServer], launcher: list[str], lock: str, log: LogPolicy | None
+) -> list[PolicyFile]:
+    allowed, denied = _allow_deny(servers, launcher, lock, log)
     return [
         PolicyFile(
             "managed-settings.json",
@@ -280,7 +348,9 @@ def _toml_str(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _codex(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) -> list[PolicyFile]:
+def _codex(
+    servers: Sequence[ApprovedServer], launcher: list[str], lock: str, log: LogPolicy | None
+) -> list[PolicyFile]:
     head = (
         "# Written by toolpin policy codex. Only these MCP servers may run, "
         "each exactly as listed.\n"
@@ -294,7 +364,7 @@ def _codex(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) ->
     ]
     for s in servers:
         key = _toml_key(s.name)
-        argv = wrapped_argv(s, launcher, lock)
+        argv = wrapped_argv(s, launcher, lock, log)
         matches = ",\n".join(f'  {{ match = "exact", value = {_toml_str(a)} }}' for a in argv[1:])
         req.append(
             f"\n[mcp_servers.{key}.identity.command]\nexecutable = {_toml_str(argv[0])}\n"
@@ -312,10 +382,11 @@ def _codex(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) ->
     ]
 
 
-def _cursor(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) -> list[PolicyFile]:
-    wildcard = " ".join(
-        [*launcher, "run", "--name", "*", "--lock", lock, "--only-locked", "--", "*"]
-    )
+def _cursor(
+    servers: Sequence[ApprovedServer], launcher: list[str], lock: str, log: LogPolicy | None
+) -> list[PolicyFile]:
+    flags = ["run", "--name", "*", "--lock", lock, "--only-locked", *(log.args() if log else [])]
+    wildcard = " ".join([*launcher, *flags, "--", "*"])
     lines = [
         "toolpin policy for Cursor (Team Settings > MCP Configuration, Enterprise plan).",
         "",
@@ -327,10 +398,7 @@ def _cursor(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) -
                 "",
                 "and, for the remote servers (toolpin run --url):",
                 "",
-                "  *"
-                + " ".join(
-                    [*launcher, "run", "--name", "*", "--lock", lock, "--only-locked", "--url", "*"]
-                ),
+                "  *" + " ".join([*launcher, *flags, "--url", "*"]),
             ]
             if any(s.kind == "remote" for s in servers)
             else []
@@ -342,7 +410,7 @@ def _cursor(servers: Sequence[ApprovedServer], launcher: list[str], lock: str) -
         "Or, instead, one exact entry per approved server:",
         "",
     ]
-    lines.extend("  *" + " ".join(wrapped_argv(s, launcher, lock)) for s in servers)
+    lines.extend("  *" + " ".join(wrapped_argv(s, launcher, lock, log)) for s in servers)
     lines += [
         "",
         'Also turn off "User MCP extensions", so extensions cannot add servers beside the list.',

@@ -69,10 +69,20 @@ def proxy_args(
 
 
 RUN_VALUE_OPTIONS: Final = frozenset(
-    {"--name", "--timeout", "--lock", "--url", "--header", "--transport"}
+    {
+        "--name",
+        "--timeout",
+        "--lock",
+        "--url",
+        "--header",
+        "--transport",
+        "--log",
+        "--vkey",
+        "--accept-public-after",
+    }
 )
 """Options of ``toolpin run`` that take a value (the click-free parser in ``__main__``)."""
-RUN_FLAGS: Final = frozenset({"--quiet", "--only-locked"})
+RUN_FLAGS: Final = frozenset({"--quiet", "--only-locked", "--require-public"})
 
 
 # ---- recognising wrapped entries -----------------------------------------------------

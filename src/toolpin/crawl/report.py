@@ -410,6 +410,7 @@ def load_view(
     known: Mapping[int, tuple[int, Mapping[str, Any]]] | None = None,
     audited: Any = None,
     observations: Sequence[ReportObservation | None] | None = None,
+    policy: Any = None,
 ) -> LogView:
     """Audit the log and read every observation up to its signed checkpoint.
 
@@ -435,10 +436,10 @@ def load_view(
 
     root = Path(log_dir)
     kept = since_note if as_of_note is None else as_of_note
-    if audited is not None and kept is None:
+    if audited is not None and kept is None and policy is None:
         checkpoint = audited
     else:
-        result = verify_log(root, verifier, kept)
+        result = verify_log(root, verifier, kept, policy=policy)
         if result.exit_code == 2:
             raise InputError(result.reason)
         if not result.ok or result.checkpoint is None:

@@ -28,7 +28,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from toolpin.errors import LogError
 from toolpin.evidence import state
@@ -43,6 +43,9 @@ from toolpin.evidence.verify import (
 )
 from toolpin.publog.checkpoint import Checkpoint, open_checkpoint
 from toolpin.publog.note import Verifier
+
+if TYPE_CHECKING:
+    from toolpin.publog.policy import Policy
 
 PREFIX_DIGITS: Final = 3
 BUCKET_DIR: Final = "api/v1/digests"
@@ -63,6 +66,9 @@ class LogRef:
     """Base URL of the published site/log."""
     vkey: str
     """The verifier key text (note format, as ``toolpin log`` keys are)."""
+    policy: str | None = None
+    """A witness policy file (:mod:`toolpin.publog.policy`): every checkpoint fetched must
+    carry its quorum's cosignatures, else the log is not believed (``bad-signature``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +148,7 @@ class Lookup:
         self.verifier = verifier_of(log.vkey)
         self.origin = self.verifier.name
         self.home = home
+        self.policy = policy_of(log)
         refuse_distrusted(state.load(home, self.origin))
         self._fetcher = Fetcher(
             log.url, timeout=timeout, allow_private=private_allowed(allow_private)
@@ -160,7 +167,7 @@ class Lookup:
     def prepare(self) -> None:
         """Fetch the checkpoint and check it against the kept one (kept, or distrusted)."""
         if self._tree is None:
-            self._tree = verified_tree(self._fetcher, self.verifier, self.home)
+            self._tree = verified_tree(self._fetcher, self.verifier, self.home, self.policy)
 
     def find(self, digest: str, *, kind: str = "surface") -> Recorded | NeverRecorded:
         """Whether the prepared checkpoint's log records ``digest`` (as :func:`look_up`)."""
@@ -177,7 +184,7 @@ class Lookup:
             size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
         except _IndexAhead:
             # The site was rebuilt between the two requests: look at its new checkpoint.
-            tree = self._tree = verified_tree(f, self.verifier, self.home)
+            tree = self._tree = verified_tree(f, self.verifier, self.home, self.policy)
             try:
                 size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
             except _IndexAhead:
@@ -219,15 +226,27 @@ class _IndexAhead(Exception):
     """The bucket names a checkpoint newer than the one verified."""
 
 
-def verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTree:
+def verified_tree(
+    fetcher: Fetcher, verifier: Verifier, home: Path, policy: Policy | None = None
+) -> RemoteTree:
     """The log's current checkpoint, checked against the kept one and kept in its place.
 
     Fetched and checked under the state's lock, so two processes never compare a
     checkpoint with one the other kept after it was fetched (that would look like a
-    rollback of a log that only grew)."""
+    rollback of a log that only grew). With a witness ``policy``, a checkpoint without
+    its quorum's cosignatures is refused (``bad-signature``) before anything is kept."""
     origin = verifier.name
     with state.locked_state(home, origin, timeout=fetcher.deadline + 1.0):
         checkpoint, note = fetch_checkpoint(fetcher, verifier)
+        if policy is not None:
+            try:
+                policy.check(note, verifier)
+            except LogError as exc:
+                raise LogProblem(
+                    "bad-signature",
+                    f"the log's checkpoint is not witnessed as the policy requires: {exc.message}",
+                    advice="Ask the log's operator why its witnesses did not cosign it.",
+                ) from None
         tree = RemoteTree(fetcher, checkpoint, cache=bundle_cache(home, origin))
         kept = state.load(home, origin)
         refuse_distrusted(kept)
@@ -235,16 +254,31 @@ def verified_tree(fetcher: Fetcher, verifier: Verifier, home: Path) -> RemoteTre
         verdict = check_against_kept(tree, old)
         if verdict is not None:
             problem, message = verdict
-            state.distrust(home, origin, problem, note)
-            raise LogProblem(
-                "fork" if problem == "fork" else "rollback",
-                message,
-                advice="The log is distrusted from now on; "
-                f"`toolpin log trust --reset {origin}` after finding out why.",
-            )
+            raise distrusted(home, origin, problem, note, message)
         if old is None or (old.size, old.root) != (checkpoint.size, checkpoint.root):
             state.keep(home, origin, note)
     return tree
+
+
+def distrusted(home: Path, origin: str, kind: str, note: str, message: str) -> LogProblem:
+    """Mark the log ``origin`` distrusted (a ``fork`` or ``rollback`` seen in ``note``; the
+    caller holds the state's lock) and return the problem to raise."""
+    state.distrust(home, origin, kind, note)
+    return LogProblem(
+        "fork" if kind == "fork" else "rollback",
+        message,
+        advice="The log is distrusted from now on; "
+        f"`toolpin log trust --reset {origin}` after finding out why.",
+    )
+
+
+def policy_of(log: LogRef) -> Policy | None:
+    """The witness policy ``log`` names (``None``: no policy, nothing changes)."""
+    if log.policy is None:
+        return None
+    from toolpin.publog.policy import load_policy
+
+    return load_policy(log.policy)
 
 
 def bundle_cache(home: Path, origin: str) -> Path:
@@ -417,6 +451,7 @@ __all__ = [
     "Recorded",
     "bundle_cache",
     "describe",
+    "distrusted",
     "look_up",
     "normalise_digest",
     "problem_json",

@@ -28,7 +28,7 @@ import binascii
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from toolpin.errors import LogError
 from toolpin.evidence import state
@@ -36,8 +36,10 @@ from toolpin.evidence.errors import LogProblem
 from toolpin.evidence.fetch import Fetcher, private_allowed
 from toolpin.evidence.lookup import (
     KIND_MEMBERS,
+    distrusted,
     entry_time,
     normalise_digest,
+    policy_of,
     refuse_distrusted,
     verified_tree,
     verifier_of,
@@ -46,6 +48,9 @@ from toolpin.evidence.verify import RemoteTree, check_against_kept, entry_value
 from toolpin.publog.checkpoint import Checkpoint, open_checkpoint, read_unverified
 from toolpin.publog.merkle import HASH_SIZE, inclusion_proof, leaf_hash, verify_inclusion
 from toolpin.publog.note import Verifier
+
+if TYPE_CHECKING:
+    from toolpin.publog.policy import Policy
 
 MAX_ENTRY_BYTES: Final = 64 << 10
 """The largest entry a proof records (a crawler entry is about 1 KB)."""
@@ -154,7 +159,7 @@ def prove(
     refuse_distrusted(state.load(home, verifier.name))
     out: dict[str, LogProof] = {}
     with Fetcher(log.url, timeout=timeout, allow_private=private_allowed(allow_private)) as f:
-        tree = verified_tree(f, verifier, home)
+        tree = verified_tree(f, verifier, home, policy_of(log))
         note = _kept_note(home, verifier, tree.checkpoint)
         for name, index in indices.items():
             entry = tree.entry(index)  # proven included in the verified checkpoint
@@ -181,12 +186,18 @@ def _kept_note(home: Path, verifier: Verifier, checkpoint: Checkpoint) -> str:
 
 
 def verify_offline(
-    proof: LogProof, digest: str, *, vkey: str | None, kind: str = "surface"
+    proof: LogProof,
+    digest: str,
+    *,
+    vkey: str | None,
+    kind: str = "surface",
+    policy: Policy | None = None,
 ) -> Verified:
     """Check ``proof`` with nothing but the key: it shows that the log's signed checkpoint
     includes an entry recording ``digest``. ``vkey=None`` checks everything but the
-    signature (the checkpoint as written). Raises :class:`LogProblem` (``bad-signature``
-    or ``tampered``)."""
+    signature (the checkpoint as written). With a witness ``policy`` (and a key), the
+    recorded checkpoint must carry its quorum's cosignatures. Raises :class:`LogProblem`
+    (``bad-signature`` or ``tampered``)."""
     wanted = normalise_digest(digest)
     if vkey is not None:
         verifier = verifier_of(vkey)
@@ -207,6 +218,15 @@ def verify_offline(
                 "bad-signature",
                 "its public-log proof's checkpoint is not signed by the log's key",
             ) from None
+        if policy is not None:
+            try:
+                policy.check(proof.checkpoint, verifier)
+            except LogError as exc:
+                raise LogProblem(
+                    "bad-signature",
+                    f"its public-log proof's checkpoint is not witnessed as the policy "
+                    f"requires: {exc.message}",
+                ) from None
     else:
         try:
             checkpoint = read_unverified(proof.checkpoint)
@@ -246,7 +266,7 @@ def consistent_now(
     origin = verifier.name
     refuse_distrusted(state.load(home, origin))
     with Fetcher(log.url, timeout=timeout, allow_private=private_allowed(allow_private)) as f:
-        tree = verified_tree(f, verifier, home)
+        tree = verified_tree(f, verifier, home, policy_of(log))
         seen: set[tuple[int, bytes]] = set()
         for note in recorded:
             try:
@@ -281,13 +301,8 @@ def _consistent(tree: RemoteTree, old: Checkpoint, note: str, home: Path, origin
             f"checkpoint {old.size} the lock records"
         )
     with state.locked_state(home, origin):
-        state.distrust(home, origin, kind, note)
-    raise LogProblem(
-        "fork" if kind == "fork" else "rollback",
-        message,
-        advice="The log is distrusted from now on; "
-        f"`toolpin log trust --reset {origin}` after finding out why.",
-    )
+        problem = distrusted(home, origin, kind, note, message)
+    raise problem
 
 
 __all__ = [

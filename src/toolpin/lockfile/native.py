@@ -20,6 +20,7 @@ One format serves ``toolpin pin`` (an offline export, one entry) and ``toolpin l
           "publicLog": {...}                            # team lock, optional: a log's proof
         }
       },
+      "skills": {"root": "...", "items": {...}},        # optional: toolpin lock --skills
       "digest": "sha256:<hex>"
     }
 
@@ -36,6 +37,10 @@ the entry's ``surfaceHash``: a signed checkpoint, the entry's bytes and leaf has
 inclusion proof (see docs/teamlock.md). It is optional, so the format version stays 1; it
 is read here only as an object (kept in :attr:`LockEntry.extra`) and verified with the
 log's key by ``lock --check`` (:mod:`toolpin.evidence.proofs`).
+
+``skills`` (written by ``toolpin lock --skills DIR``) is optional too: a lock without it
+has exactly the bytes it always had. It is kept here as parsed JSON
+(:attr:`Lockfile.skills`) and verified item by item by :mod:`toolpin.skills.lock`.
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ ABOUT: Final = (
     "and checked against its hash when read, so edit it only with `toolpin pin` or "
     "`toolpin lock`. Review changes to this file like a dependency update."
 )
+SKILLS: Final = "skills"
+"""The optional top-level member holding a project's skills (``toolpin lock --skills``)."""
 PUBLIC_LOG: Final = "publicLog"
 """The optional lock entry member holding a public log's proof of the entry."""
 _ZERO_DIGEST: Final = "sha256:" + "0" * 64
@@ -94,6 +101,8 @@ class Lockfile:
     servers: Mapping[str, LockEntry]
     intact: bool
     """True when the file's bytes are exactly what toolpin wrote (the digest matched)."""
+    skills: Mapping[str, Any] | None = None
+    """The optional ``skills`` member as parsed (verified by :mod:`toolpin.skills.lock`)."""
 
 
 # ----------------------------------------------------------------------------------- write
@@ -137,13 +146,18 @@ def entry_json(entry: LockEntry) -> dict[str, Any]:
     return out
 
 
-def render_lock(servers: Mapping[str, LockEntry]) -> bytes:
-    """The exact bytes of a lock holding ``servers`` (sorted by name), digest included."""
-    doc = {
+def render_lock(
+    servers: Mapping[str, LockEntry], *, skills: Mapping[str, Any] | None = None
+) -> bytes:
+    """The exact bytes of a lock holding ``servers`` (sorted by name) and, when given,
+    the ``skills`` member, digest included."""
+    doc: dict[str, Any] = {
         FORMAT_KEY: FORMAT_VERSION,
         "about": ABOUT,
         "servers": {name: entry_json(servers[name]) for name in sorted(servers)},
     }
+    if skills is not None:
+        doc[SKILLS] = skills
     return dumps_with_digest(doc)
 
 
@@ -177,10 +191,12 @@ def _encode(text: str) -> bytes:
         ) from None
 
 
-def write_lock(path: Path, servers: Mapping[str, LockEntry]) -> None:
+def write_lock(
+    path: Path, servers: Mapping[str, LockEntry], *, skills: Mapping[str, Any] | None = None
+) -> None:
     """Write a lock atomically (temp file + fsync + rename)."""
     try:
-        atomic_write(path, render_lock(servers))
+        atomic_write(path, render_lock(servers, skills=skills))
     except OSError as exc:
         raise LockfileError(f"cannot write {path}: {exc.strerror or exc}") from None
 
@@ -238,7 +254,10 @@ def lock_from_json(
     entries = {}
     for name, raw in servers.items():
         entries[name] = entry_from_json(raw, path=path, name=name, trusted=trusted)
-    return Lockfile(servers=entries, intact=intact)
+    skills = doc.get(SKILLS)
+    if skills is not None and not isinstance(skills, dict):
+        raise LockfileError(f"{path}: skills must be an object")
+    return Lockfile(servers=entries, intact=intact, skills=skills)
 
 
 def _fail(path: Path, name: str, what: str) -> LockfileError:

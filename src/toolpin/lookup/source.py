@@ -9,6 +9,14 @@ request, a deadline per refresh and size caps; then the mirror is audited the sa
 Every audit is made against the last checkpoint this process (or, for a URL, this cache)
 verified, so a log rolled back or forked since fails.
 
+A URL given with ``home`` (``toolpin lookup`` passes ``TOOLPIN_HOME``) is also held to the
+rules of :mod:`toolpin.evidence`, the ones ``toolpin run --log`` and ``toolpin log lookup``
+follow: its checkpoint is checked against the one kept for that log in ``TOOLPIN_HOME``
+(a consistency proof from its tiles) and kept in its place, and a log found forked or
+rolled back is marked distrusted there and answers nothing (``distrusted``) until a
+person runs ``toolpin log trust --reset ORIGIN``. The mirror must then hold exactly the
+checkpoint so checked.
+
 Without a log, without a key, or when the audit fails, :meth:`LogSource.state` says so
 with a fixed reason key and holds no data at all: answers never come from an unverified
 log.
@@ -26,7 +34,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from toolpin.errors import LogError, ProbeError
+from toolpin.errors import LogError, ProbeError, ToolpinError
 from toolpin.lookup.history import ChangeLabeller, ServerHistory, index_servers
 from toolpin.publog.blobs import BlobStore
 from toolpin.publog.checkpoint import Checkpoint, open_checkpoint
@@ -50,6 +58,7 @@ Reason = Literal[
     "unverified",
     "unreachable",
     "too-large",
+    "distrusted",
 ]
 
 REFRESH_SECONDS: Final = 300.0
@@ -115,8 +124,12 @@ class LogSource:
         cache_dir: Path | None = None,
         allow_private: bool = False,
         refresh_seconds: float = REFRESH_SECONDS,
+        home: Path | None = None,
     ) -> None:
         self.location = location
+        self.home = home
+        """``TOOLPIN_HOME``: the kept checkpoint and distrust marker of a URL log."""
+        self.allow_private = allow_private
         self.verifier = verifier
         self.is_url = location is not None and location.startswith(("http://", "https://"))
         self.refresh_seconds = refresh_seconds
@@ -201,7 +214,39 @@ class LogSource:
 
     # ------------------------------------------------------------------------ url
 
+    def _kept_check(self, verifier: Verifier) -> tuple[int, bytes] | LogState | None:
+        """The log's checkpoint checked against the one kept in ``home`` (kept, or the log
+        distrusted), as ``(size, root)``; a :class:`LogState` when that fails; ``None``
+        without a ``home``."""
+        if self.home is None or self.location is None:
+            return None
+        from toolpin.evidence import LogProblem
+        from toolpin.evidence.fetch import Fetcher
+        from toolpin.evidence.lookup import refuse_distrusted, verified_tree
+        from toolpin.evidence.state import load
+
+        try:
+            refuse_distrusted(load(self.home, verifier.name))
+            with Fetcher(
+                self.location, timeout=REQUEST_TIMEOUT, allow_private=self.allow_private
+            ) as fetcher:
+                tree = verified_tree(fetcher, verifier, self.home)
+        except LogProblem as exc:
+            if exc.kind in ("fork", "rollback", "distrusted"):
+                return LogState("distrusted", "url", checked_at=_now())
+            if exc.kind == "unreachable":
+                if self._state is not None and self._state.verified:
+                    return self._state
+                return LogState("unreachable", "url", checked_at=_now())
+            return LogState("unverified", "url", checked_at=_now())
+        except (ToolpinError, OSError):  # a kept state this machine cannot read, a bad key
+            return LogState("unverified", "url", checked_at=_now())
+        return tree.checkpoint.size, tree.checkpoint.root
+
     def _check_url(self, mirror: Mirror, verifier: Verifier) -> LogState:
+        kept = self._kept_check(verifier)
+        if isinstance(kept, LogState):
+            return kept
         if self._kept is None:
             self._kept = mirror.kept()
         try:
@@ -220,6 +265,17 @@ class LogSource:
                 return self._state
             return LogState("unreachable", "url", checked_at=_now())
         state = self._audit(mirror.root, verifier, "url", modified, BlobStore(mirror.root).get)
+        if state.verified and kept is not None and state.checkpoint is not None:
+            mirrored = (state.checkpoint.size, state.checkpoint.root)
+            if mirrored != kept:
+                # The log moved between the two reads: the mirrored checkpoint must pass
+                # the same check against the kept one before it is answered from.
+                again = self._kept_check(verifier)
+                if isinstance(again, LogState) and again.reason == "distrusted":
+                    mirror.discard()
+                    return again
+                if again != mirrored:
+                    return LogState("unreachable", "url", checked_at=_now())
         if state.verified:
             note = (mirror.root / CHECKPOINT_FILE).read_bytes()
             mirror.keep(note)

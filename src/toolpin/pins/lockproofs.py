@@ -141,10 +141,12 @@ def check_proofs(
     does not verify or that the log contradicts."""
     from toolpin.core.render import visible
     from toolpin.evidence import LogProblem
+    from toolpin.evidence.lookup import policy_of
     from toolpin.evidence.proofs import LogProof, consistent_now, verify_offline
 
     log = settings(home, url=url, vkey=vkey)
     key = log.key_text() if log is not None else None
+    policy = policy_of(log.ref()) if log is not None else None
     proofs: dict[str, LogProof] = {}
     verified: dict[str, Verified] = {}
     for name, entry in sorted(entries.items()):
@@ -152,7 +154,9 @@ def check_proofs(
             continue
         try:
             proof = LogProof.from_json(entry.extra[PUBLIC_LOG])
-            verified[name] = verify_offline(proof, entry.snapshot.surface_hash(), vkey=key)
+            verified[name] = verify_offline(
+                proof, entry.snapshot.surface_hash(), vkey=key, policy=policy
+            )
         except LogProblem as exc:
             raise _unusable(lock_path, name, exc.message) from None
         proofs[name] = proof

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 ENV_LOG: Final = "TOOLPIN_LOG"
 ENV_VKEY: Final = "TOOLPIN_LOG_VKEY"
 ENV_REQUIRE: Final = "TOOLPIN_REQUIRE_PUBLIC"
+ENV_POLICY: Final = "TOOLPIN_LOG_POLICY"
 CONFIG_FILE: Final = "config.json"
 MAX_CONFIG: Final = 64 << 10
 MAX_VKEY: Final = 4 << 10
@@ -87,12 +88,15 @@ class LogSettings:
     accept_after: int | None = None
     """``accept-public-after DAYS``: a change recorded at least this long is accepted when
     its labels aim at nothing the model reads (:data:`ACCEPTABLE_KINDS`)."""
+    policy: str | None = None
+    """A witness policy file (:func:`policy_file`): the log's checkpoint must carry its
+    quorum's cosignatures before any answer is believed."""
 
     def ref(self) -> LogRef:
         """The log as :func:`toolpin.evidence.look_up` takes it (reads the key file)."""
         from toolpin.evidence import LogRef
 
-        return LogRef(url=self.url, vkey=self.key_text())
+        return LogRef(url=self.url, vkey=self.key_text(), policy=self.policy)
 
     def key_text(self) -> str:
         """The verifier key's text: the file's last non-empty line, or the value itself
@@ -134,6 +138,10 @@ def settings(
     does, and for ``accept-public-after`` without a log or not a whole number of days.
     """
     found = _settings(home, url=url, vkey=vkey, require_public=require_public)
+    if found is not None:
+        policy = policy_file(home)
+        if policy is not None:
+            found = replace(found, policy=str(policy))
     if accept_after is None:
         days = _config(home).get("accept-public-after")
         if days is not None and not (type(days) is int and MIN_DAYS <= days <= MAX_DAYS):
@@ -191,6 +199,24 @@ def _settings(
     return LogSettings(url_value, key_value, require or policy, where, str(home))
 
 
+def policy_file(home: Path, flag: str | None = None) -> Path | None:
+    """The witness policy file: ``flag`` (``--policy``), else ``$TOOLPIN_LOG_POLICY``, else
+    ``config.json``'s ``log.policy`` (a relative path is read from ``TOOLPIN_HOME``);
+    ``None`` when none is set (then nothing changes)."""
+    if flag:
+        return Path(flag)
+    env = os.environ.get(ENV_POLICY)
+    if env:
+        return Path(env).expanduser()
+    value = _config(home).get("policy")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InputError(f'{home / CONFIG_FILE}: "log.policy" must be a file name (a string)')
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else home / path
+
+
 def _config(home: Path) -> dict[str, Any]:
     """The ``log`` object of ``TOOLPIN_HOME/config.json`` (empty when there is none)."""
     path = home / CONFIG_FILE
@@ -216,7 +242,7 @@ def _config(home: Path) -> dict[str, Any]:
         return {}
     if not isinstance(log, dict):
         raise InputError(f'{path}: "log" must be an object')
-    unknown = sorted(set(log) - {"url", "vkey", "require-public", "accept-public-after"})
+    unknown = sorted(set(log) - {"url", "vkey", "require-public", "accept-public-after", "policy"})
     if unknown:
         raise InputError(f'{path}: unknown member "log.{visible_key(unknown[0])}"')
     return log
@@ -388,7 +414,7 @@ class PublicCheck:
         try:
             from toolpin.evidence.lookup import LogRef, Lookup
 
-            ref = LogRef(url=self.log.url, vkey=self._key)
+            ref = LogRef(url=self.log.url, vkey=self._key, policy=self.log.policy)
             lookup = Lookup(ref, home=self.home, timeout=self.timeout)
             try:
                 lookup.prepare()
@@ -428,7 +454,7 @@ class PublicCheck:
                 with prepared:
                     found = prepared.find(digest, kind="surface")
             else:
-                ref = LogRef(url=self.log.url, vkey=self._key)
+                ref = LogRef(url=self.log.url, vkey=self._key, policy=self.log.policy)
                 found = look_up(ref, digest, kind="surface", home=self.home, timeout=self.timeout)
         except LogProblem as exc:
             return Evidence(self.log, digest, None, _problem_line(self.log, exc), exc.kind)

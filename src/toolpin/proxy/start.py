@@ -65,7 +65,13 @@ def run_proxy(
     label = name if name else default_label(argv)
     if lock is not None or only_locked:
         locked = _locked_run(
-            argv, lock, only_locked=only_locked, name=name, label=label, sid=command_id
+            argv,
+            lock,
+            only_locked=only_locked,
+            name=name,
+            label=label,
+            sid=command_id,
+            log=(log, vkey),
         )
         if isinstance(locked, int):
             return locked  # refused
@@ -200,9 +206,11 @@ def _locked_run(
     name: str | None,
     label: str,
     sid: str,
+    log: tuple[str | None, str | None] = (None, None),
 ) -> Any:
     """The lock entry of this server (a ``LockedRun``), ``None`` when the lock does not
-    list it, or the exit code of a refusal."""
+    list it, or the exit code of a refusal (a lock whose entry or public-log proof does
+    not verify against ``log``, ``--log`` and ``--vkey`` as given, is unusable)."""
 
     from toolpin.errors import PackageError
 
@@ -211,7 +219,7 @@ def _locked_run(
     from toolpin.team.run import prepare_locked_run
 
     try:
-        locked = prepare_locked_run(lock, argv, name=name, label=label)
+        locked = prepare_locked_run(lock, argv, name=name, label=label, log=log)
     except PackageError as exc:
         return refuse(
             label,

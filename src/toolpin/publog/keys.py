@@ -20,7 +20,14 @@ from toolpin.util.fs import fsync_dir
 
 ENV_LOG_KEY = "TOOLPIN_LOG_KEY"
 
-__all__ = ["ENV_LOG_KEY", "generate_key", "load_signer", "looks_like_log_dir"]
+__all__ = [
+    "ENV_LOG_KEY",
+    "generate_key",
+    "load_signer",
+    "looks_like_log_dir",
+    "read_key_text",
+    "write_private_key",
+]
 
 
 def looks_like_log_dir(directory: Path) -> bool:
@@ -35,6 +42,14 @@ def generate_key(origin: str, path: str | Path) -> str:
             "the origin must be non-empty, without spaces or '+'",
             advice="Use a schemeless URL such as example.com/mcp-log.",
         )
+    signer = Signer.generate(origin)
+    write_private_key(path, signer.text)
+    return signer.verifier.text
+
+
+def write_private_key(path: str | Path, text: str) -> None:
+    """Write the secret key ``text`` to a new file ``path`` (mode 0600, in a 0700 folder
+    if it has to be made). Refuses to overwrite a file or to write inside a log directory."""
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     existing = next((p for p in (directory, *directory.absolute().parents) if p.exists()), None)
@@ -54,14 +69,13 @@ def generate_key(origin: str, path: str | Path) -> str:
             raise LogError(f"cannot create {directory}: {exc.strerror or exc}") from None
     if target.exists() or target.is_symlink():
         raise LogError(f"{target} already exists; refusing to overwrite a key")
-    signer = Signer.generate(origin)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as handle:
             if os.name == "posix":
                 os.fchmod(handle.fileno(), 0o600)
-            handle.write((signer.text + "\n").encode("ascii"))
+            handle.write((text + "\n").encode("ascii"))
             handle.flush()
             os.fsync(handle.fileno())
         try:
@@ -72,26 +86,13 @@ def generate_key(origin: str, path: str | Path) -> str:
         with contextlib.suppress(OSError):
             tmp.unlink()
     fsync_dir(directory)
-    return signer.verifier.text
 
 
 def load_signer(path: str | Path | None = None, *, env: Mapping[str, str] | None = None) -> Signer:
     """The signer from key file ``path``, else from ``$TOOLPIN_LOG_KEY`` (the key text)."""
     environ = os.environ if env is None else env
     if path is not None:
-        from toolpin.util.fs import read_input
-
-        data = read_input(
-            path,
-            what=f"the key file {path}",
-            cap=64 * 1024,
-            error=LogError,
-            missing=f"the key file {path} does not exist",
-        )
-        try:
-            text = data.decode("ascii")
-        except UnicodeDecodeError:
-            raise LogError(f"the key file {path} cannot be read (not ASCII text)") from None
+        text = read_key_text(path)
         source = f"the key file {path}"
     elif environ.get(ENV_LOG_KEY):
         text = environ[ENV_LOG_KEY]
@@ -105,3 +106,20 @@ def load_signer(path: str | Path | None = None, *, env: Mapping[str, str] | None
         return Signer.from_text(text)
     except NoteError as exc:
         raise LogError(f"{source} is not a usable signer key: {exc.message}") from None
+
+
+def read_key_text(path: str | Path) -> str:
+    """The text of a private key file (ASCII, at most 64 KiB), for a key parser."""
+    from toolpin.util.fs import read_input
+
+    data = read_input(
+        path,
+        what=f"the key file {path}",
+        cap=64 * 1024,
+        error=LogError,
+        missing=f"the key file {path} does not exist",
+    )
+    try:
+        return data.decode("ascii")
+    except UnicodeDecodeError:
+        raise LogError(f"the key file {path} cannot be read (not ASCII text)") from None

@@ -31,7 +31,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from toolpin.errors import LogError
 
@@ -94,19 +93,30 @@ def _check_key(name: str, raw: bytes, what: str) -> None:
         raise NoteError(f"an Ed25519 {what} is 32 bytes")
 
 
-def _key_fields(who: str, name: str, hex_id: str, key64: str) -> tuple[int, bytes]:
-    """A key text's id and 32 key bytes (after the type byte), checked as the text says
-    them; ``who`` ("verifier", "signer") names the key in the errors."""
+def _key_fields(
+    who: str,
+    name: str,
+    hex_id: str,
+    key64: str,
+    *,
+    alg: int = ALG_ED25519,
+    kind: str = "an Ed25519 (type 0x01) key",
+    error: type[NoteError] | None = None,
+) -> tuple[int, bytes]:
+    """A key text's id and 32 key bytes (after the type byte ``alg``), checked as the text
+    says them; ``who`` ("verifier", "signer") names the key in the errors, ``kind`` the
+    key type, ``error`` the exception class (default :class:`NoteError`)."""
+    fail = error or NoteError
     if not valid_key_name(name):
-        raise NoteError(f"the {who} key's name is empty or has spaces or '+'")
+        raise fail(f"the {who} key's name is empty or has spaces or '+'")
     if len(hex_id) != 8 or any(c not in "0123456789abcdef" for c in hex_id):
-        raise NoteError(f"the {who} key's id is not 8 lower-case hex digits")
+        raise fail(f"the {who} key's id is not 8 lower-case hex digits")
     try:
         typed = _b64decode(key64)
     except NoteError:
-        raise NoteError(f"the {who} key's key part is not valid base64") from None
-    if len(typed) != 33 or typed[0] != ALG_ED25519:
-        raise NoteError(f"the {who} key is not an Ed25519 (type 0x01) key")
+        raise fail(f"the {who} key's key part is not valid base64") from None
+    if len(typed) != 33 or typed[0] != alg:
+        raise fail(f"the {who} key is not {kind}")
     return int(hex_id, 16), typed[1:]
 
 
@@ -199,6 +209,9 @@ class Signer:
 
 
 def _public_from_seed(seed: bytes) -> bytes:
+    # Imported here: verifying (the proxy's lookups) never needs the serialization package.
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
     return (
         Ed25519PrivateKey.from_private_bytes(seed)
         .public_key()

@@ -37,6 +37,7 @@ import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolpin.core.render import counted
 from toolpin.errors import LogError
@@ -44,6 +45,9 @@ from toolpin.publog.checkpoint import Checkpoint, open_checkpoint, read_unverifi
 from toolpin.publog.merkle import HASH_SIZE, leaf_hash, verify_consistency, verify_inclusion
 from toolpin.publog.note import Verifier
 from toolpin.publog.tiles import TileLog
+
+if TYPE_CHECKING:
+    from toolpin.publog.policy import Policy
 
 PROOF_HEADER = "c2sp.org/tlog-proof@v1"
 CONSISTENCY_HEADER = "toolpin/tlog-consistency-proof@v1"
@@ -169,11 +173,19 @@ def make_proof(
 
 
 def verify_proof(
-    text: str, entry: bytes, verifier: Verifier, *, origin: str | None = None
+    text: str,
+    entry: bytes,
+    verifier: Verifier,
+    *,
+    origin: str | None = None,
+    policy: Policy | None = None,
 ) -> Checkpoint:
-    """Check a tlog-proof for ``entry`` offline; returns the checkpoint it was proven in."""
+    """Check a tlog-proof for ``entry`` offline; returns the checkpoint it was proven in.
+    With a witness ``policy``, the checkpoint must carry its quorum's cosignatures."""
     proof = parse_proof(text)
     checkpoint = open_checkpoint(proof.checkpoint_note, verifier, origin=origin)
+    if policy is not None:
+        policy.check(proof.checkpoint_note, verifier)
     if proof.index >= checkpoint.size:
         raise ProofError("the proof's index is beyond its checkpoint's tree size")
     if not verify_inclusion(
@@ -287,14 +299,17 @@ def make_consistency_proof(log: TileLog, old_note: str, *, verifier: Verifier | 
 
 
 def verify_consistency_proof(
-    text: str, verifier: Verifier, *, kept: str | None = None
+    text: str, verifier: Verifier, *, kept: str | None = None, policy: Policy | None = None
 ) -> tuple[Checkpoint, Checkpoint]:
     """Check a consistency proof offline; returns ``(old, new)`` checkpoints.
 
     ``kept``: the older checkpoint the caller kept; it must be the one in the proof.
+    ``policy``: the new checkpoint must carry the witness policy's quorum.
     """
     proof = parse_consistency_proof(text)
     new = open_checkpoint(proof.new_note, verifier)
+    if policy is not None:
+        policy.check(proof.new_note, verifier)
     old = open_checkpoint(proof.old_note, verifier, origin=new.origin)
     if kept is not None:
         mine = open_checkpoint(kept, verifier, origin=new.origin)

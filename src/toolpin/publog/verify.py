@@ -26,6 +26,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolpin.core.render import counted
 from toolpin.errors import LogError
@@ -52,6 +53,9 @@ from toolpin.publog.tiles import (
     read_bounded,
     tile_path,
 )
+
+if TYPE_CHECKING:
+    from toolpin.publog.policy import Policy
 
 __all__ = ["VerifyResult", "verify_log"]
 
@@ -116,11 +120,13 @@ def verify_log(
     since: str | bytes | None = None,
     *,
     progress: Progress | None = None,
+    policy: Policy | None = None,
 ) -> VerifyResult:
     """Audit the log in ``log_dir`` against the pinned verifier key ``vkey``.
 
     ``since`` is the text of an older checkpoint of the same log that the caller kept.
-    ``progress(done, total)`` is called after each entry bundle.
+    ``progress(done, total)`` is called after each entry bundle. With a witness
+    ``policy``, a checkpoint without its quorum's cosignatures is a bad log.
     """
     checkpoint: Checkpoint | None = None
     counts = [0, 0]
@@ -130,7 +136,7 @@ def verify_log(
         if not root.is_dir():
             raise _Unusable(f"{root} is not a directory")
         old = _kept_checkpoint(since, verifier) if since is not None else None
-        checkpoint = _checked_checkpoint(root, verifier)
+        checkpoint = _checked_checkpoint(root, verifier, policy)
         levels = _audit_tree(root, checkpoint, counts, progress)
         if tree_root(_Levels(levels), checkpoint.size) != checkpoint.root:
             raise _Bad("the root recomputed from the entries is not the checkpoint's root")
@@ -164,12 +170,15 @@ def _kept_checkpoint(since: str | bytes, verifier: Verifier) -> Checkpoint:
         raise _Unusable(f"the kept checkpoint is unusable: {exc.message}") from None
 
 
-def _checked_checkpoint(root: Path, verifier: Verifier) -> Checkpoint:
+def _checked_checkpoint(root: Path, verifier: Verifier, policy: Policy | None) -> Checkpoint:
     raw = _read_exact(root, CHECKPOINT_FILE)
     try:
-        return open_checkpoint(raw, verifier)
+        checkpoint = open_checkpoint(raw, verifier)
+        if policy is not None:
+            policy.check(raw, verifier)
     except LogError as exc:
         raise _Bad(exc.message) from None
+    return checkpoint
 
 
 def _audit_tree(

@@ -70,7 +70,9 @@ def run_remote_proxy(
 
     source: PinSource | None = None
     if lock is not None or only_locked:
-        locked = _locked_source(target, sid, lock, only_locked=only_locked)
+        locked = _locked_source(
+            target, sid, lock, only_locked=only_locked, log=(log, vkey), quiet=quiet
+        )
         if isinstance(locked, int):
             return locked
         source = locked
@@ -101,7 +103,13 @@ def run_remote_proxy(
 
 
 def _locked_source(
-    target: RemoteTarget, sid: str, lock: str | None, *, only_locked: bool
+    target: RemoteTarget,
+    sid: str,
+    lock: str | None,
+    *,
+    only_locked: bool,
+    log: tuple[str | None, str | None] = (None, None),
+    quiet: bool = False,
 ) -> PinSource | int | None:
     """The team lock's pin source for this remote server, ``None`` when the lock does not
     list it (and --only-locked is not given), or the exit code of a refusal."""
@@ -111,12 +119,20 @@ def _locked_source(
         return only_locked_without_lock(label, server=sid)
     from toolpin.team.run import prepare_locked_remote
 
+    notes: list[str] = []
     try:
-        source = prepare_locked_remote(lock, target.url, name=target.name, label=label)
+        source = prepare_locked_remote(
+            lock, target.url, name=target.name, label=label, log=log, notes=notes
+        )
     except ToolpinError as exc:
         return lock_unusable(label, exc, server=sid)
     if source is None:
         return not_in_lock(label, lock, server=sid, only_locked=only_locked)
+    if not quiet:
+        import sys
+
+        for note in notes:
+            sys.stderr.write(f"toolpin: {note}\n")
     return source
 
 
@@ -130,10 +146,16 @@ def gateway_options(
     quiet: bool = False,
     lock: str | None = None,
     only_locked: bool = False,
+    log: str | None = None,
+    vkey: str | None = None,
+    require_public: bool = False,
+    accept_after: int | None = None,
 ) -> tuple[RemoteTarget, ProxyOptions]:
     """The target and session options of ``toolpin gateway`` (the same pin source as
-    ``toolpin run --url``: the team lock's entry, else the local store). Raises
-    :class:`ToolpinError` (the gateway refuses to start; exit 2)."""
+    ``toolpin run --url``: the team lock's entry, else the local store; the same public
+    log, from ``log``/``vkey``, the environment or ``TOOLPIN_HOME/config.json``, with
+    ``require_public`` and ``accept_after``). Raises :class:`ToolpinError` (the gateway
+    refuses to start; exit 2), for a log setting that cannot be used too."""
     from pathlib import Path
 
     from toolpin.errors import InputError
@@ -149,7 +171,15 @@ def gateway_options(
     if lock is not None:
         from toolpin.team.run import prepare_locked_remote
 
-        source = prepare_locked_remote(lock, target.url, name=target.name, label=target.label)
+        notes: list[str] = []
+        source = prepare_locked_remote(
+            lock, target.url, name=target.name, label=target.label, log=(log, vkey), notes=notes
+        )
+        if not quiet:
+            import sys
+
+            for note in notes:
+                sys.stderr.write(f"toolpin: {note}\n")
         if source is None and only_locked:
             raise InputError(
                 f"{lock} does not list this server and --only-locked is given",
@@ -157,5 +187,14 @@ def gateway_options(
             )
     if source is None:
         source = StorePinSource(PinStore(Path(_home())), sid, target.label)
-    options = session_options(target.label, sid, source, timeout=timeout, quiet=quiet)
+    from toolpin.pins.publiclog import PublicCheck, settings
+
+    home = Path(_home())
+    found = settings(
+        home, url=log, vkey=vkey, require_public=require_public, accept_after=accept_after
+    )
+    public = None if found is None else PublicCheck(found, home)  # a bad key file stops here
+    options = session_options(
+        target.label, sid, source, timeout=timeout, quiet=quiet, public=public
+    )
     return target, options

@@ -12,11 +12,12 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import importlib.resources
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import jinja2
 from markupsafe import Markup
@@ -55,7 +56,17 @@ from toolpin.site.output import SiteWriter, state_path
 from toolpin.site.pages import ServerPage
 from toolpin.site.render import CSP, environment, site_path
 
-STATIC_FILES: Final = ("site.css", "verify.js", "filter.js", "compare.js", "status.js")
+if TYPE_CHECKING:
+    from toolpin.publog.policy import Policy
+
+STATIC_FILES: Final = (
+    "site.css",
+    "verify.js",
+    "filter.js",
+    "compare.js",
+    "status.js",
+    "witness.js",
+)
 PAIR_VERSIONS: Final = 3
 """Diff pages between each of a server's latest this-many versions and the current one
 (every version is also compared with the next one, on the server page)."""
@@ -438,11 +449,15 @@ def build_site(
     now: dt.datetime,
     state: Path | None = None,
     cache: Path | None = None,
+    policy: Policy | None = None,
 ) -> BuildResult:
     """Build the site of the log in ``log_dir`` into ``out`` (see the module doc).
 
     ``cache``: a folder (outside ``out``) where each change's work is kept between
-    builds (:mod:`toolpin.site.cache`); ``None``: everything is computed afresh."""
+    builds (:mod:`toolpin.site.cache`); ``None``: everything is computed afresh.
+    ``policy``: a witness policy: the checkpoint must carry its quorum's cosignatures
+    (else :class:`~toolpin.publog.policy.PolicyError`), and every server page checks them
+    in the browser too (``static/witness.js``)."""
     import shutil
 
     _check_folders(log_dir, out)
@@ -450,6 +465,10 @@ def build_site(
         base_url += "/"
     code = code_digest()
     note = _signed_note(log_dir, vkey)
+    if policy is not None:
+        if note is not None:  # (else read_log says why the log is refused)
+            policy.check(note, vkey)
+        code += json.dumps(policy.to_json(), sort_keys=True)  # another policy: another site
     kept = None if cache is None else state_path(cache, out)  # never inside ``out``
     inputs = None if note is None else _inputs_digest(note, base_url, now, code, log_dir, state)
     staging = _staging(out)
@@ -491,6 +510,7 @@ def build_site(
             inputs=inputs,
             cache=(cache, code),
             proofs=proofs,
+            policy=policy,
         )
         if staging is not None:
             if out.is_dir():
@@ -513,11 +533,15 @@ def _build(
     inputs: str,
     cache: tuple[Path | None, str],
     proofs: _Proofs,
+    policy: Policy | None = None,
 ) -> BuildResult:
     from toolpin.site import api, digests, feeds
 
     root = writer.root
     env = environment()
+    env.globals["witness_policy"] = (
+        "" if policy is None else json.dumps(policy.to_json(), sort_keys=True)
+    )
     context: dict[str, Any] = {"checkpoint": view.checkpoint, "base_url": base_url}
 
     def the_log() -> None:  # while the servers are built (in other processes when many)

@@ -189,4 +189,5 @@ def environment() -> jinja2.Environment:
     env.globals["CSP"] = META_CSP
     env.globals["href"] = href
     env.globals["site_chrome"] = site_chrome
+    env.globals["witness_policy"] = ""  # a witness policy's JSON: build_site(policy=...)
     return env

@@ -35,13 +35,16 @@ from toolpin.errors import (
     PackageError,
     ProbeError,
 )
-from toolpin.lockfile.native import LockEntry, read_lock, write_lock
+from toolpin.lockfile.native import LockEntry, Lockfile, read_lock, write_lock
 
 if TYPE_CHECKING:
     from toolpin.core.drift import Drift
     from toolpin.core.snapshot import Snapshot
     from toolpin.packages import PackageRef, ResolvedPackage
     from toolpin.probe.http import Authorizer
+    from toolpin.skills.check import SkillOutcome
+    from toolpin.skills.store import SkillPin
+    from toolpin.skills.tree import SkillTree
 
 DEFAULT_LOCK: Final = "toolpin.lock"
 CLIENT_CAPABILITIES: Final = ("elicitation", "roots", "sampling")
@@ -83,6 +86,9 @@ class LockOptions:
     """Called by ``lock`` with the entries observed now, before the lock is written;
     returns them as they are to be written (``lock --log`` adds each recorded entry's
     public-log proof, :class:`toolpin.pins.lockproofs.Recorder`)."""
+    skills: Path | None = None
+    """``lock``: the project's skills folder to record (``None``: the one the lock
+    records, if any). ``lock --check`` always checks the folder the lock records."""
 
     def env(self) -> Mapping[str, str]:
         return self.environ if self.environ is not None else dict(os.environ)
@@ -119,11 +125,16 @@ class LockReport:
     skipped: tuple[tuple[str, str], ...] = ()
     wrote: bool = False
     newest_held: int = 0
+    skills: tuple[SkillOutcome, ...] = ()
+    """The project's skills (``lock --skills``): locked, matching, changed or new."""
+    skills_gone: tuple[str, ...] = ()
+    """Skills the lock records that are no longer in the folder."""
 
     @property
     def ok(self) -> bool:
-        """Every server locked / matching."""
-        return all(o.ok for o in self.outcomes)
+        """Every server and skill locked / matching."""
+        skills_ok = all(o.ok for o in self.skills) and not self.skills_gone
+        return all(o.ok for o in self.outcomes) and skills_ok
 
 
 def _detect(argv: Sequence[str]) -> PackageRef | None:
@@ -282,13 +293,21 @@ def lock(config_path: Path, lock_path: Path, opts: LockOptions | None = None) ->
     if opts.annotate is not None and entries:
         entries = dict(opts.annotate(entries))
     wrote = False
+    skills_doc: dict[str, Any] | None = None
+    skill_outcomes: list[SkillOutcome] = []
     with _mutex(lock_path):
         if lock_path.exists():
             # A lock that no longer verifies is re-created from what was observed now.
             try:
-                previous = read_lock(lock_path).servers
+                previous_lock: Lockfile | None = read_lock(lock_path)
             except LockfileError:
-                previous = {}
+                previous_lock = None
+                if opts.skills is None and _records_skills(lock_path):
+                    raise LockfileError(
+                        f"{lock_path} does not verify, and it records skills",
+                        advice="Re-create it naming the folder: toolpin lock --skills DIR",
+                    ) from None
+            previous = previous_lock.servers if previous_lock is not None else {}
             ids: dict[str, str | None] = {s.name: s.server_id for s in config.servers}
             ids.update((r.name, _remote_id(r, opts)) for r in config.remotes)
             for name, entry in previous.items():
@@ -298,11 +317,66 @@ def lock(config_path: Path, lock_path: Path, opts: LockOptions | None = None) ->
                     and ids.get(name) == entry.server_id
                 ):
                     entries[name] = entry
-        if entries:
-            write_lock(lock_path, entries)
+        else:
+            previous_lock = None
+        skills_doc, skill_outcomes = _lock_skills(lock_path, previous_lock, opts.skills)
+        if entries or skills_doc is not None:
+            write_lock(lock_path, entries, skills=skills_doc)
             wrote = True
     newest = sum(1 for o in outcomes if o.held)
-    return LockReport(lock_path, tuple(outcomes), _not_remote(config), wrote, newest)
+    return LockReport(
+        lock_path,
+        tuple(outcomes),
+        _not_remote(config),
+        wrote,
+        newest,
+        skills=tuple(skill_outcomes),
+    )
+
+
+def _lock_skills(
+    lock_path: Path, previous: Lockfile | None, folder: Path | None
+) -> tuple[dict[str, Any] | None, list[SkillOutcome]]:
+    """The lock's ``skills`` member (``None``: the lock records no skills) and what was
+    locked. The folder is ``folder``, else the one the previous lock records; a previous
+    ``skills`` member that does not verify stops the lock (exit 2), never dropped."""
+    from toolpin.skills import lock as skills_lock
+    from toolpin.skills.check import SkillOutcome
+
+    before = None
+    if previous is not None and previous.skills is not None:
+        before = skills_lock.read(previous.skills, lock_path)
+    if folder is None:
+        if before is None:
+            return None, []
+        folder = before.folder(lock_path)
+    doc = skills_lock.record(folder, lock_path, before)
+    locked = skills_lock.read(doc, lock_path)
+    outcomes = [
+        SkillOutcome(skills_lock.ref_of(folder / name), "pinned", _tree_of(pin), pin)
+        for name, pin in locked.items.items()
+    ]
+    return doc, outcomes
+
+
+def _records_skills(lock_path: Path) -> bool:
+    """Whether a lock that does not verify still holds a ``skills`` member (then ``lock``
+    without ``--skills`` must not re-create it without them)."""
+    from toolpin.core.canonical import parse_json
+    from toolpin.errors import ToolpinError
+    from toolpin.lockfile.native import SKILLS, read_bytes
+
+    try:
+        doc = parse_json(read_bytes(lock_path))
+    except ToolpinError:
+        return False
+    return isinstance(doc, dict) and SKILLS in doc
+
+
+def _tree_of(pin: SkillPin) -> SkillTree:
+    from toolpin.skills.tree import SkillTree
+
+    return SkillTree(pin.files, dict(pin.texts), pin.document)
 
 
 def _previous(lock_path: Path) -> Mapping[str, LockEntry]:
@@ -372,12 +446,17 @@ def check_json(report: LockReport) -> dict[str, Any]:
                 "notes": list(outcome.notes),
             }
         )
-    return {
+    out: dict[str, Any] = {
         "ok": report.ok,
         "lock": str(report.lock_path),
         "servers": servers,
         "skipped": [{"name": n, "reason": r} for n, r in report.skipped],
     }
+    if report.skills or report.skills_gone:  # a lock without skills keeps its keys
+        from toolpin.skills.report import lock_json
+
+        out["skills"] = lock_json(report.skills, report.skills_gone)
+    return out
 
 
 def check(config_path: Path, lock_path: Path, opts: LockOptions | None = None) -> LockReport:
@@ -401,6 +480,7 @@ def check(config_path: Path, lock_path: Path, opts: LockOptions | None = None) -
     with ThreadPoolExecutor(max_workers=max(1, opts.concurrency)) as pool:
         outcomes = list(pool.map(one, config.servers))
         outcomes += pool.map(lambda r: _check_remote(r, locked.get(r.name), opts), config.remotes)
+    skills, gone = _check_skills(lock_path)
     names = {s.name for s in config.servers} | {r.name for r in config.remotes}
     for name in sorted(set(locked) - names):
         why = config.skip_reason(name)
@@ -410,7 +490,23 @@ def check(config_path: Path, lock_path: Path, opts: LockOptions | None = None) -
             else (f"in the lock but no longer locked by the config ({why})")
         )
         outcomes.append(ServerOutcome(name, "gone", text))
-    return LockReport(lock_path, tuple(outcomes), _not_remote(config))
+    return LockReport(
+        lock_path,
+        tuple(outcomes),
+        _not_remote(config),
+        skills=tuple(skills),
+        skills_gone=tuple(gone),
+    )
+
+
+def _check_skills(lock_path: Path) -> tuple[list[SkillOutcome], list[str]]:
+    """The skills the lock records compared with its folder now (none recorded: none)."""
+    from toolpin.skills import lock as skills_lock
+
+    raw = read_lock(lock_path).skills
+    if raw is None:
+        return [], []
+    return skills_lock.check(skills_lock.read(raw, lock_path), lock_path)
 
 
 def _check_one(

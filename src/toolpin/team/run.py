@@ -2,6 +2,16 @@
 
 No trust on first use: the entry is the pin, nothing is written, and the locked package
 version runs even when the config asks for the newest.
+
+An entry that carries a public-log proof (``publicLog``, written by ``toolpin lock
+--log``) is verified before the server is started, as ``toolpin lock --check`` verifies
+it (:func:`toolpin.pins.lockproofs.check_proofs`): offline, with the log's key when a log
+is configured (the signature, the inclusion proof, the digest in the entry; without one,
+everything but the signature), and, with the log configured and reachable, consistency
+from the recorded checkpoint to the log's current one. A proof that does not verify, or
+that the log contradicts (a fork, a rollback), makes the lock unusable exactly as a lock
+whose hashes do not match: the server is refused. A log that cannot be reached leaves the
+offline verification, said in one line.
 """
 
 from __future__ import annotations
@@ -182,13 +192,38 @@ def _by_id(servers: Mapping[str, LockEntry], sid: str) -> str | None:
     return next((n for n, e in servers.items() if e.server_id == sid), None)
 
 
+LogWanted = tuple[str | None, str | None]
+"""``--log`` and ``--vkey`` as given (``None``: from the environment or the config file)."""
+
+
+def _proof_notes(path: Path, entry_name: str, entry: LockEntry, log: LogWanted) -> list[str]:
+    """Verify the entry's public-log proof, if it has one (see the module docs); the
+    note to print. Raises :class:`LockfileError` for a proof that does not verify."""
+    from toolpin.lockfile.native import PUBLIC_LOG
+
+    if PUBLIC_LOG not in entry.extra:
+        return []
+    from toolpin.pins.lockproofs import check_proofs
+    from toolpin.util.fs import toolpin_home
+
+    url, vkey = log
+    checked = check_proofs({entry_name: entry}, toolpin_home(), url=url, vkey=vkey, lock_path=path)
+    return [check.line() for check in checked.values()]
+
+
 def prepare_locked_run(
-    lock_file: str, argv: Sequence[str], *, name: str | None, label: str
+    lock_file: str,
+    argv: Sequence[str],
+    *,
+    name: str | None,
+    label: str,
+    log: LogWanted = (None, None),
 ) -> LockedRun | None:
     """Find the lock entry of ``argv`` (by ``--name`` first, then by command id).
 
     Returns ``None`` when the lock has no entry for it. Raises :class:`ToolpinError` when
-    the lock is unusable or the command runs another package or version than the lock.
+    the lock is unusable (its public-log proof included, checked against ``log``) or the
+    command runs another package or version than the lock.
     """
     path = find_lock(lock_file)
     servers = _lock_servers(
@@ -203,7 +238,7 @@ def prepare_locked_run(
         return None
     entry = servers[entry_name]
     run_argv = list(argv)
-    notes: list[str] = []
+    notes = _proof_notes(path.absolute(), entry_name, entry, log)
     if entry.package is not None:
         run_argv, note = _hold_package(entry, run_argv)
         if note:
@@ -241,7 +276,13 @@ def _hold_package(entry: LockEntry, argv: list[str]) -> tuple[list[str], str | N
 
 
 def prepare_locked_remote(
-    lock_file: str, url: str, *, name: str | None, label: str
+    lock_file: str,
+    url: str,
+    *,
+    name: str | None,
+    label: str,
+    log: LogWanted = (None, None),
+    notes: list[str] | None = None,
 ) -> LockPinSource | None:
     """The lock entry of a remote server (by ``--name`` first, then by its id, which is
     keyed by name and URL); ``None`` when the lock has no entry for it. Raises
@@ -266,4 +307,7 @@ def prepare_locked_remote(
             f"{identity_url(url)}",
             advice="Update the lock in a pull request: toolpin lock",
         )
+    said = _proof_notes(path.absolute(), entry_name, entry, log)
+    if notes is not None:
+        notes.extend(said)
     return LockPinSource(path.absolute(), entry_name, entry, label)

@@ -111,7 +111,8 @@
       return { size: Number(head[1]), root: treeRoot };
     }
     var utf8 = new TextDecoder("utf-8", { fatal: true });
-    var current = await openNote(utf8.decode(await fetchBytes("checkpoint")), "the checkpoint");
+    var note = utf8.decode(await fetchBytes("checkpoint"));
+    var current = await openNote(note, "the checkpoint");
     var size = current.size;
     var rootHash = current.root;
     if (!(index >= 0 && index < size)) fail("the entry is beyond the checkpoint");
@@ -210,11 +211,15 @@
     if (!equal(await subtree(0, proven.size), proven.root)) {
       fail("checkpoint " + proven.size + " is not consistent with the current checkpoint " + size);
     }
+    var witnessed = document.querySelector("script[data-policy]"); // built with a policy
+    if (witnessed && !window.toolpinWitnessed) fail("the witness check did not load");
+    if (witnessed) await window.toolpinWitnessed(note); // witness.js: the current checkpoint
+    var by = ", signed by " + name + (witnessed ? " and cosigned by its witness quorum." : ".");
     if (proven.size === size) {
-      say(true, "Entry " + index + " verified against checkpoint " + size + " (the current one), signed by " + name + ".");
+      say(true, "Entry " + index + " verified against checkpoint " + size + " (the current one)" + by);
     } else {
       say(true, "Entry " + index + " verified against checkpoint " + proven.size +
-        ", consistent with the current checkpoint " + size + ", signed by " + name + ".");
+        ", consistent with the current checkpoint " + size + by);
     }
   }
   status.textContent = "Checking entry " + index + " against the signed checkpoint…";

@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "deploying to $1"
+echo "https://staging.example.org"

@@ -1,0 +1,198 @@
+"""``toolpin log witness serve``: the witness's HTTP endpoint, ``POST /add-checkpoint``.
+
+* **loopback by default**: a non-loopback listening address needs ``public=True`` (the
+  ``--public`` flag); the operator then names the host names the witness answers to.
+* **Host and Origin**: a request whose ``Host`` is not one of the witness's own names
+  (``localhost``, ``127.0.0.1``, ``[::1]`` or the listening address, with its port, plus
+  any the operator allows) is refused with 403, as is one carrying an ``Origin`` that is
+  not ``http://`` one of those: a web page cannot reach the witness through DNS rebinding.
+* **bodies**: a ``Content-Length`` is required (411; chunked bodies are refused) and at
+  most :data:`~toolpin.witness.cosigner.MAX_REQUEST_BYTES` (413, unread, the connection
+  closed). A slow client is dropped after :data:`READ_TIMEOUT` seconds.
+* anything else than ``POST /add-checkpoint`` is 404 (405 for another method there).
+
+Nothing a client sent is ever written back or to the console: answers and events are
+fixed words (see :mod:`toolpin.witness.cosigner`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final
+
+from toolpin.errors import InputError
+from toolpin.witness.cosigner import MAX_REQUEST_BYTES, TEXT_TYPE, Answer, Witness
+
+PATH: Final = "/add-checkpoint"
+READ_TIMEOUT: Final = 15.0
+
+__all__ = ["PATH", "WitnessServer", "is_loopback", "parse_listen"]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``[V6]:PORT`` -> (host, port); port 0 picks a free one."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise InputError("--listen takes HOST:PORT (e.g. 127.0.0.1:7380)")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not host:
+        raise InputError("--listen takes HOST:PORT (e.g. 127.0.0.1:7380)")
+    return host, int(port_text)
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default 5 resets connections a busy log opens at once
+
+
+class _V6Server(_Server):
+    address_family = socket.AF_INET6
+
+
+class WitnessServer:
+    """The listening witness. ``serve_forever`` blocks; ``close`` stops it."""
+
+    def __init__(
+        self,
+        witness: Witness,
+        host: str,
+        port: int,
+        *,
+        public: bool = False,
+        allowed_hosts: Iterable[str] = (),
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        if not public and not is_loopback(host):
+            raise InputError(
+                f"refusing to listen on {host}, which is not a loopback address",
+                advice="Pass --public to serve other machines (behind a TLS front end).",
+            )
+        self.witness = witness
+        self.host = host
+        self.log = log
+        server_class = _V6Server if ":" in host else _Server
+        try:
+            self.server = server_class((host, port), _handler(self))
+        except OSError as exc:
+            raise InputError(f"cannot listen on {host}:{port} ({exc.strerror})") from None
+        self.server.daemon_threads = True
+        self.port = int(self.server.server_address[1])
+        shown = f"[{host}]" if ":" in host else host
+        names = {"localhost", "127.0.0.1", "[::1]", shown}
+        hosts = {f"{n}:{self.port}" for n in names}
+        hosts.update(h.lower() for h in allowed_hosts)
+        self.hosts = frozenset(hosts)
+        self.origins = frozenset(f"http://{h}" for h in self.hosts) | frozenset(
+            f"https://{h}" for h in allowed_hosts
+        )
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{shown}:{self.port}"
+
+    def serve_forever(self) -> None:
+        self.server.serve_forever(poll_interval=0.2)
+
+    def start(self) -> None:
+        """Serve on a background thread (tests, embedding)."""
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+def _handler(owner: WitnessServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "toolpin-witness"
+        sys_version = ""
+        timeout = READ_TIMEOUT
+        disable_nagle_algorithm = True
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return  # request lines carry client data: never printed
+
+        def _send(self, answer: Answer, *, close: bool = False, **extra: str) -> None:
+            self.send_response(answer.status)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(len(answer.body)))
+            self.send_header("X-Content-Type-Options", "nosniff")
+            for name, value in extra.items():
+                self.send_header(name.replace("_", "-"), value)
+            if close:
+                self.close_connection = True
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(answer.body)
+
+        def _refuse(self, status: int, text: str, **extra: str) -> None:
+            """A refusal before the body is read: the connection closes."""
+            self._send(Answer(status, (text + "\n").encode(), TEXT_TYPE), close=True, **extra)
+
+        def _allowed(self) -> bool:
+            host = (self.headers.get("Host") or "").lower()
+            origin = self.headers.get("Origin")
+            if host not in owner.hosts or (
+                origin is not None and origin.lower() not in owner.origins
+            ):
+                self._refuse(403, "Host or Origin is not this witness")
+                return False
+            if self.path != PATH:
+                self._refuse(404, f"the witness endpoint is POST {PATH}")
+                return False
+            return True
+
+        def do_POST(self) -> None:
+            if not self._allowed():
+                return
+            if self.headers.get("Transfer-Encoding") is not None:
+                self._refuse(411, "a Content-Length is required (no chunked bodies)")
+                return
+            length = self.headers.get("Content-Length", "")
+            if not length.isascii() or not length.isdigit():
+                self._refuse(411, "a Content-Length is required")
+                return
+            if int(length) > MAX_REQUEST_BYTES:
+                self._refuse(413, "the request body is too large")
+                return
+            try:
+                data = self.rfile.read(int(length))
+            except OSError:
+                self.close_connection = True
+                return
+            if len(data) != int(length):
+                self.close_connection = True
+                return
+            answer = owner.witness.add_checkpoint(data)
+            if answer.event and owner.log is not None:
+                owner.log(answer.event)
+            self._send(answer)
+
+        def _other(self) -> None:
+            if not self._allowed():
+                return
+            self._refuse(405, f"only POST is accepted at {PATH}", Allow="POST")
+
+        do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _other
+
+    return Handler
