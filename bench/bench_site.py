@@ -241,7 +241,12 @@ def main() -> None:
         )
         print(f"kernel after the builds: {_kernel_caches()}")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"peak memory: {peak:.0f} MiB")
+        child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f"peak memory: {peak:.0f} MiB (RSS of this process; of a worker: {child:.0f} MiB)")
+        print(
+            "targets (20,000 servers): full build <= 45 s; +1,000 entries <= 10 s writing "
+            "<= 10,000 files; unchanged rebuild <= 3 s writing nothing; peak <= 800 MiB"
+        )
     finally:
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)

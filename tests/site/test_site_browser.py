@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from site_helpers import NOW, LogWriter, serve, tool
+from site_helpers import NOW, LogWriter, sample_log, serve, tool
 
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, render_badge
@@ -72,6 +72,18 @@ def _wait_verdict(page: Any) -> str:
             return text
         page.wait_for_timeout(100)
     raise AssertionError("the in-browser verification gave no verdict within 20 s")
+
+
+def _served_verdict(tab: Tab, out: Path, rel: str) -> tuple[Any, str]:
+    """Serve ``out``, open its page ``rel`` and wait for the verification's verdict (the
+    page stays open after the server stops: its text is read)."""
+    server, url = serve(out)
+    try:
+        page = tab.open(url + rel)
+        return page, _wait_verdict(page)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def _wait_pair(page: Any, pair: str) -> None:
@@ -141,6 +153,70 @@ def test_in_browser_verification_passes(sample_site: dict[str, Any], served: str
     assert tab.errors == []
 
 
+def _grown(tmp_path: Path) -> tuple[Path, dict[str, str], LogWriter]:
+    """The sample site, then two more entries (of a new server) and an incremental build:
+    the stable server's page and proof are the ones published at checkpoint 5."""
+    writer, ids = sample_log(tmp_path / "log")
+    vkey = Verifier.from_text(writer.vkey)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    page = out / "servers" / f"{ids['stable']}.html"
+    before = (page.read_bytes(), page.stat().st_mtime_ns)
+    proof = (out / "proof" / "0.tlog-proof").read_bytes()
+    writer.observe("later-server", [tool("a")], "2026-11-30T06:00:00Z")
+    writer.observe("later-server-2", [tool("b")], "2026-11-30T07:00:00Z")
+    writer.commit()
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    assert (page.read_bytes(), page.stat().st_mtime_ns) == before  # not rewritten
+    assert (out / "proof" / "0.tlog-proof").read_bytes() == proof
+    return out, ids, writer
+
+
+def test_in_browser_verification_of_a_grown_site_proves_consistency(
+    tmp_path: Path, tab: Tab
+) -> None:
+    out, ids, _ = _grown(tmp_path)
+    page, verdict = _served_verdict(tab, out, f"servers/{ids['stable']}.html")
+    footer = page.text_content("#log-status")
+    assert verdict.startswith(
+        "Entry 0 verified against checkpoint 5, consistent with the current checkpoint 7"
+    ), verdict
+    assert page.get_attribute("#verify-status", "class") == "ok"
+    assert footer is not None and "7 entries" in footer, footer
+    assert tab.errors == [] and tab.violations() == []
+
+
+def test_in_browser_verification_fails_on_a_forked_current_checkpoint(
+    tmp_path: Path, tab: Tab
+) -> None:
+    """The same key signs another tree of 7 entries; the site's proofs of checkpoint 5
+    are kept, the checkpoint and tiles are the fork's: the page says they are not
+    consistent."""
+    from toolpin.publog.tiles import TileLog
+
+    out, ids, _ = _grown(tmp_path)
+    fork = LogWriter(tmp_path / "fork")  # the same key
+    for n in range(6):
+        fork.observe(f"fork-{n}", [tool("x")], "2026-11-30T06:00:00Z")
+    # entry 0 is the stable server's own bytes (its proof holds); the rest differ
+    fork.pending.insert(0, TileLog.open(tmp_path / "log").read_entry(0))
+    shutil.copytree(tmp_path / "log" / "blob", tmp_path / "fork" / "blob", dirs_exist_ok=True)
+    fork.commit()
+    for rel in ("checkpoint", "tile"):
+        target = out / rel
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+    shutil.copy(tmp_path / "fork" / "checkpoint", out / "checkpoint")
+    shutil.copytree(tmp_path / "fork" / "tile", out / "tile")
+    page, verdict = _served_verdict(tab, out, f"servers/{ids['stable']}.html")
+    assert verdict.endswith(
+        "does not verify: checkpoint 5 is not consistent with the current checkpoint 7"
+    ), verdict
+    assert page.get_attribute("#verify-status", "class") == "bad"
+
+
 def test_in_browser_verification_fails_on_a_tampered_tile(
     sample_site: dict[str, Any], tmp_path: Path, tab: Tab
 ) -> None:
@@ -149,13 +225,7 @@ def test_in_browser_verification_fails_on_a_tampered_tile(
     data = bytearray(tile.read_bytes())
     data[5] ^= 0x40  # leaf 0's hash: a sibling of every later entry's path
     tile.write_bytes(bytes(data))
-    server, url = serve(out)
-    try:
-        page = tab.open(url + f"servers/{sample_site['ids']['changed']}.html")
-        verdict = _wait_verdict(page)
-    finally:
-        server.shutdown()
-        server.server_close()
+    page, verdict = _served_verdict(tab, out, f"servers/{sample_site['ids']['changed']}.html")
     assert "does not verify" in verdict and "root" in verdict, verdict
     assert page.get_attribute("#verify-status", "class") == "bad"
 
@@ -166,13 +236,7 @@ def test_in_browser_verification_fails_on_a_forged_checkpoint(
     out = shutil.copytree(sample_site["out"], tmp_path / "out")
     note = (out / "checkpoint").read_text()
     (out / "checkpoint").write_text(note.replace("\n5\n", "\n6\n", 1))
-    server, url = serve(out)
-    try:
-        page = tab.open(url + f"servers/{sample_site['ids']['new']}.html")
-        verdict = _wait_verdict(page)
-    finally:
-        server.shutdown()
-        server.server_close()
+    _, verdict = _served_verdict(tab, out, f"servers/{sample_site['ids']['new']}.html")
     assert "does not verify: the checkpoint is not signed by the key on this page" in verdict
 
 

@@ -131,17 +131,23 @@ def test_the_cli_builds_and_reports(tmp_path: Path, toolpin_home: Path) -> None:
     assert bad_now.returncode == 2 and "ISO 8601" in bad_now.stderr
 
 
-def test_every_page_names_its_checkpoint(sample_site: dict[str, Any]) -> None:
+def test_no_page_names_the_moving_checkpoint(sample_site: dict[str, Any]) -> None:
+    """Issue 26: a page's bytes never carry the current checkpoint (it would rewrite every
+    page on every append); each links the signed checkpoint and loads the script that
+    shows it from api/v1/log.json."""
     out = sample_site["out"]
     note = (out / "checkpoint").read_text(encoding="utf-8")
     root = note.split("\n")[2]
-    pages = list(out.rglob("*.html"))
+    pages = [p for p in out.rglob("*.html") if p.parent.name != "reports"]
     assert len(pages) >= 7
     for page in pages:
         text = page.read_text(encoding="utf-8")
-        assert "checkpoint <strong>5</strong>" in text, page
-        assert root in text, page
+        assert root not in text, page
+        assert 'href="/checkpoint">its signed checkpoint</a>' in text, page
+        assert '<script src="/static/status.js" defer></script>' in text, page
         assert f'content="{escape(META_CSP)}"' in text, page
+    log = json.loads((out / "api/v1/log.json").read_bytes())
+    assert log["checkpoint"]["root"] == root and log["checkpoint"]["size"] == 5
 
 
 def test_the_served_log_verifies_and_every_change_proof_is_accepted(

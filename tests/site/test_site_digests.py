@@ -129,7 +129,7 @@ def _mtimes(folder: Path) -> dict[Path, int]:
     return {p: p.stat().st_mtime_ns for p in sorted(folder.iterdir())}
 
 
-def test_an_unchanged_log_rewrites_no_bucket_and_a_grown_one_names_its_new_checkpoint(
+def test_an_unchanged_log_rewrites_no_bucket_and_a_grown_one_only_the_buckets_it_grew(
     tmp_path: Path,
 ) -> None:
     writer = LogWriter(tmp_path / "log")
@@ -152,7 +152,14 @@ def test_an_unchanged_log_rewrites_no_bucket_and_a_grown_one_names_its_new_check
     writer.commit()
     build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
     new = {p: _bucket(out, p) for p in prefixes()}
-    assert all(doc["checkpoint"]["size"] == 2 for doc in new.values())
+    # Issue 26: only the buckets the new entry falls in are rewritten (naming checkpoint 2);
+    # every other one keeps its bytes and the checkpoint it was built from
+    touched = {d["digest"][:3] for d in new.values() for d in d["digests"] if 1 in d["entries"]}
+    assert touched
+    for prefix, doc in new.items():
+        assert doc["checkpoint"]["size"] == (2 if prefix in touched else 1), prefix
+        assert (doc == old[prefix]) == (prefix not in touched), prefix
+    assert _verify(out, writer.vkey).exit_code == 0
     assert {
         (d["digest"], i) for doc in old.values() for d in doc["digests"] for i in d["entries"]
     } < {(d["digest"], i) for doc in new.values() for d in doc["digests"] for i in d["entries"]}

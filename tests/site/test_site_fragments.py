@@ -134,13 +134,12 @@ href="{{ root }}feed.atom">
 {% block content %}{% endblock %}
 </main>
 <footer class="site">
-<p>Built from checkpoint <strong>{{ checkpoint.size }}</strong> of \
-<code>{{ checkpoint.origin|v }}</code>,
-root <code class="hash">{{ checkpoint.root }}</code>{% if checkpoint.time %}, last entry \
-{{ checkpoint.time|when }}{% endif %}.
-<a href="{{ root }}checkpoint">The signed checkpoint</a>.</p>
+<p>The log <code>{{ checkpoint.origin|v }}</code>:
+<a href="{{ root }}checkpoint">its signed checkpoint</a><span id="log-status" \
+data-root="{{ root }}"></span>.</p>
 <p>A record of what servers said, when. Not a safety rating.</p>
 </footer>
+<script src="{{ root }}static/status.js" defer></script>
 {% block scripts %}{% endblock %}
 </body>
 </html>

@@ -62,11 +62,36 @@ def test_two_builds_and_an_incremental_one_are_identical(
         "one", [tool("a", "changed")], "2026-11-30T00:00:00Z", last_good_look="2026-11-29T00:00:00Z"
     )
     writer.commit()
+    assert _diff(tmp_path / "a", tmp_path / "b") == ""
     grown = json.loads(_site(log, writer.vkey, tmp_path / "a").stdout)  # incremental
     assert grown["written"] > 0 and grown["unchanged"] > 0
-    _site(log, writer.vkey, tmp_path / "c")  # from scratch
-    assert _diff(tmp_path / "a", tmp_path / "c") == ""
     assert _diff(tmp_path / "a", tmp_path / "b") != ""  # the comparison can fail
+    _site(log, writer.vkey, tmp_path / "b")  # the same published site, grown the same way
+    assert _diff(tmp_path / "a", tmp_path / "b") == ""
+    # From scratch, the same log: the same pages, but every proof names the one checkpoint
+    # this new site published (the grown one kept its first proofs against checkpoint 2).
+    _site(log, writer.vkey, tmp_path / "c")
+    listed = json.loads((tmp_path / "c/api/v1/checkpoints.json").read_bytes())["checkpoints"]
+    assert [c["size"] for c in listed] == [3]
+    kept = json.loads((tmp_path / "a/api/v1/checkpoints.json").read_bytes())["checkpoints"]
+    assert [c["size"] for c in kept] == [2, 3]
+    differ = _diff(tmp_path / "a", tmp_path / "c")
+    only = [line for line in differ.splitlines() if line.startswith("Only in")]
+    kept = [  # checkpoint 2's note and its partial tiles, which the grown site keeps
+        f"Only in {tmp_path / 'a' / rel}: 2"
+        for rel in ("checkpoints", "tile/0/000.p", "tile/entries/000.p")
+    ]
+    assert only == kept, only
+    changed = sorted(
+        line.split()[-1].removeprefix(str(tmp_path / "c") + "/")
+        for line in differ.splitlines()
+        if line.startswith("diff -r")
+    )
+    assert all(
+        rel.startswith(("proof/", "api/v1/digests/", "api/v1/servers/"))
+        or rel in ("api/v1/checkpoints.json")
+        for rel in changed
+    ), changed
     assert not list(tmp_path.rglob(MANIFEST))
 
 

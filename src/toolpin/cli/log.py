@@ -239,7 +239,6 @@ def verify_proof_cmd(
         verify_consistency_proof,
         verify_proof,
     )
-    from toolpin.publog.tiles import TileLog
 
     verifier = _verifier(vkey)
     policy = load_policy_option(policy_file)
@@ -267,12 +266,18 @@ def verify_proof_cmd(
         entry = read_input(entry_file, what=f"the entry file {entry_file}")
     else:
         assert log_dir is not None
+        from toolpin.publog.proof import verify_proof_in_log
+
         try:
-            index = parse_proof(text).index
+            proven, current = verify_proof_in_log(text, log_dir, verifier)
         except LogError as exc:
             click.echo(f"FAILED: {exc.message}")
             return 1
-        entry = TileLog.open(log_dir).read_entry(index)
+        at = f"ok: entry {parse_proof(text).index} is in {proven.origin} at tree size {proven.size}"
+        if current.size != proven.size:
+            at += f", consistent with the current checkpoint {current.size}"
+        click.echo(at)
+        return 0
     try:
         checkpoint = verify_proof(text, entry, verifier, policy=policy)
     except LogError as exc:

@@ -36,6 +36,7 @@ import base64
 import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolpin.core.render import counted
@@ -68,6 +69,7 @@ __all__ = [
     "proof_text",
     "verify_consistency_proof",
     "verify_proof",
+    "verify_proof_in_log",
 ]
 
 
@@ -191,6 +193,34 @@ def verify_proof(
     ):
         raise ProofError("the inclusion proof does not lead to the checkpoint's root")
     return checkpoint
+
+
+def verify_proof_in_log(
+    text: str, log_dir: str | Path, verifier: Verifier
+) -> tuple[Checkpoint, Checkpoint]:
+    """Check a tlog-proof for its entry as read from the log in ``log_dir`` (or a site's
+    copy of it), and that the log's current checkpoint, signed by ``verifier``, is
+    consistent with the proof's (RFC 9162, from the log's tiles: a proof issued against an
+    older checkpoint proves the entry in the current tree too). Returns the proof's
+    checkpoint and the current one."""
+    proof = parse_proof(text)
+    log = TileLog.open(log_dir, verifier)
+    current = log.checkpoint
+    if current is None:
+        raise ProofError("the log has no checkpoint")
+    if proof.index >= current.size:
+        raise ProofError("the proof's index is beyond the log's checkpoint")
+    entry = log.read_entry(proof.index)
+    checkpoint = verify_proof(text, entry, verifier, origin=current.origin)
+    if checkpoint.size > current.size:
+        raise ProofError("the proof's checkpoint is newer than the log's")
+    path = log.consistency_proof(checkpoint.size)
+    if not verify_consistency(checkpoint.size, current.size, checkpoint.root, current.root, path):
+        raise ProofError(
+            f"the log's checkpoint {current.size} is not consistent with the proof's "
+            f"checkpoint {checkpoint.size}"
+        )
+    return checkpoint, current
 
 
 @dataclass(frozen=True)

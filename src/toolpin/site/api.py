@@ -26,6 +26,7 @@ from toolpin.core.render import visible
 from toolpin.site.model import ServerHistory, parse_time
 
 if TYPE_CHECKING:
+    from toolpin.site.history import History
     from toolpin.site.model import LogView
     from toolpin.site.output import SiteWriter
     from toolpin.site.pages import ServerPage
@@ -37,7 +38,15 @@ WINDOWS: Final = {
     "30d": dt.timedelta(days=30),
 }
 
-__all__ = ["API", "SCHEMAS", "server_row", "write_api", "write_server_api"]
+__all__ = [
+    "API",
+    "SCHEMAS",
+    "entry_bundle",
+    "server_row",
+    "write_api",
+    "write_history",
+    "write_server_api",
+]
 
 
 def _dump(value: Any) -> str:
@@ -67,7 +76,7 @@ def _checkpoint(view: LogView) -> dict[str, Any]:
     return {"origin": cp.origin, "size": cp.size, "root": cp.root}
 
 
-def _entry_bundle(index: int, size: int) -> str:
+def entry_bundle(index: int, size: int) -> str:
     from toolpin.publog.tiles import TILE_WIDTH, entries_path
 
     bundle = index // TILE_WIDTH
@@ -100,15 +109,25 @@ def server_row(page: ServerPage) -> dict[str, Any]:
     }
 
 
-def write_server_api(writer: SiteWriter, view: LogView, page: ServerPage) -> None:
-    """``servers/<id>.json``: one server's history (written with the server's page)."""
-    cp = view.checkpoint
+def _published(view: LogView, published: History, index: int) -> dict[str, Any]:
+    at = published.proven_at(index)
+    return {"origin": view.checkpoint.origin, "size": at.size, "root": at.root}
+
+
+def write_server_api(
+    writer: SiteWriter, view: LogView, page: ServerPage, published: History
+) -> None:
+    """``servers/<id>.json``: one server's history (written with the server's page). Its
+    ``checkpoint`` is the one its latest entry's proof names, and each version's
+    ``proofCheckpoint`` the size of the one its own proof names (never the moving current
+    checkpoint: the file changes only when the server does)."""
     history = page.history
     sid = page.id
+    latest = _published(view, published, history.latest.index)
     if history.opted_out:
         writer.text(
             f"{API}/servers/{sid}.json",
-            _dump({"id": sid, "optedOut": True, "checkpoint": _checkpoint(view)}),
+            _dump({"id": sid, "optedOut": True, "checkpoint": latest}),
         )
         return
     versions = []
@@ -132,7 +151,8 @@ def write_server_api(writer: SiteWriter, view: LogView, page: ServerPage) -> Non
                 "labels": list(change.label_keys) if change is not None else [],
                 "first": change is None,
                 "proof": f"proof/{version.index}.tlog-proof",
-                "bundle": _entry_bundle(version.index, cp.size),
+                "proofCheckpoint": published.size_after(version.index),
+                "bundle": entry_bundle(version.index, published.size_after(version.index)),
                 "blob": version.blob,
             }
         )
@@ -142,12 +162,26 @@ def write_server_api(writer: SiteWriter, view: LogView, page: ServerPage) -> Non
             {
                 "id": sid,
                 "optedOut": False,
-                "checkpoint": _checkpoint(view),
+                "checkpoint": latest,
                 "versions": versions,
                 "untrusted": _untrusted(history),
             }
         ),
     )
+
+
+def write_history(writer: SiteWriter, view: LogView, published: History) -> None:
+    """``checkpoints/<size>`` (each published checkpoint's note, immutable) and
+    ``api/v1/checkpoints.json``, the list of them (:mod:`toolpin.site.history`)."""
+    from toolpin.site.history import HISTORY_DIR, HISTORY_INDEX
+
+    rows = []
+    for item in published.items:
+        rel = f"{HISTORY_DIR}/{item.size}"
+        if not writer.keep(rel):
+            writer.text(rel, item.note)
+        rows.append({"size": item.size, "root": item.root, "path": rel})
+    writer.text(HISTORY_INDEX, _dump({"origin": view.checkpoint.origin, "checkpoints": rows}))
 
 
 def write_api(
@@ -286,6 +320,7 @@ _VERSION: Final = {
         "labels": {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9-]{1,64}$"}},
         "first": {"type": "boolean"},
         "proof": {"type": "string", "pattern": "^proof/[0-9]+\\.tlog-proof$"},
+        "proofCheckpoint": {"type": "integer", "minimum": 1},
         "bundle": {"type": "string", "pattern": "^tile/entries/[x0-9/]+(\\.p/[0-9]+)?$"},
         "blob": {
             "anyOf": [{"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}, {"type": "null"}]
@@ -302,6 +337,33 @@ _WINDOW_STATS: Final = {
     "additionalProperties": False,
 }
 SCHEMAS: Final[dict[str, dict[str, Any]]] = {
+    "checkpoints": {
+        "$schema": _SCHEMA_ID,
+        "title": "api/v1/checkpoints.json",
+        "description": "Every checkpoint the site published, smallest first (the last is the "
+        "current one). The entries from the previous size up to a size have their inclusion "
+        "proofs against that checkpoint, kept at its path; prove it consistent with the "
+        "current checkpoint from the tiles.",
+        "type": "object",
+        "required": ["origin", "checkpoints"],
+        "properties": {
+            "origin": {"type": "string"},
+            "checkpoints": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["size", "root", "path"],
+                    "properties": {
+                        "size": {"type": "integer", "minimum": 1},
+                        "root": {"type": "string", "pattern": "^[A-Za-z0-9+/]{43}=$"},
+                        "path": {"type": "string", "pattern": "^checkpoints/[1-9][0-9]*$"},
+                    },
+                    "additionalProperties": False,
+                },
+            },
+        },
+        "additionalProperties": False,
+    },
     "log": {
         "$schema": _SCHEMA_ID,
         "title": "api/v1/log.json",

@@ -43,7 +43,15 @@ from toolpin.site.fragments import (
     server_rows,
     version_options,
 )
-from toolpin.site.model import LogView, ServerHistory, Version, parse_time, read_log
+from toolpin.site.history import History, LevelSource, Published, read_history
+from toolpin.site.model import (
+    LogView,
+    ServerHistory,
+    UnverifiedLogError,
+    Version,
+    parse_time,
+    read_log,
+)
 from toolpin.site.output import SiteWriter, state_path
 from toolpin.site.pages import ServerPage
 from toolpin.site.render import CSP, environment, site_path
@@ -51,7 +59,14 @@ from toolpin.site.render import CSP, environment, site_path
 if TYPE_CHECKING:
     from toolpin.publog.policy import Policy
 
-STATIC_FILES: Final = ("site.css", "verify.js", "filter.js", "compare.js", "witness.js")
+STATIC_FILES: Final = (
+    "site.css",
+    "verify.js",
+    "filter.js",
+    "compare.js",
+    "status.js",
+    "witness.js",
+)
 PAIR_VERSIONS: Final = 3
 """Diff pages between each of a server's latest this-many versions and the current one
 (every version is also compared with the next one, on the server page)."""
@@ -110,31 +125,63 @@ def _window(history: ServerHistory, position: int) -> dict[str, Any]:
     return {"after": after, "seen": seen, "gap": gap, "known": known}
 
 
-def _proof_levels(view: LogView) -> list[list[str]]:
-    """Every level of the tree at the built checkpoint, each node's hash in base64 (as the
-    proofs carry it; level 0: the leaves)."""
+@dataclass(frozen=True)
+class _Proofs:
+    """What the proofs are issued from: the tree's levels (base64, as proofs carry them,
+    and as bytes), the site's published checkpoints, and below which index the proofs are
+    those the last build published (kept when still as recorded)."""
+
+    levels: list[list[str]]
+    source: LevelSource
+    history: History
+    kept_below: int
+
+
+def _proof_levels(view: LogView) -> tuple[list[list[bytes]], list[list[str]]]:
+    """Every level of the tree at the built checkpoint (level 0: the leaves), as bytes and
+    each node's hash in base64 (as the proofs carry it)."""
     import base64
 
     from toolpin.publog.merkle import tree_levels
 
-    levels = [
-        [base64.b64encode(node).decode("ascii") for node in level]
-        for level in tree_levels(view.leaf_hashes)
-    ]
+    raw = tree_levels(view.leaf_hashes)
+    levels = [[base64.b64encode(node).decode("ascii") for node in level] for level in raw]
     if view.checkpoint.size and levels[-1] != [view.checkpoint.root]:
         raise InputError("internal error: the entries read do not give the checkpoint's root")
-    return levels
+    return raw, levels
 
 
-def _proofs(view: LogView, writer: SiteWriter, levels: list[list[str]], part: range) -> None:
-    """``proof/<index>.tlog-proof`` for the entries in ``part``, against the built
-    checkpoint."""
-    from toolpin.publog.merkle import level_path
+def _kept_below(writer: SiteWriter, history: History) -> int:
+    """The entries whose proofs the last build published as this one would: those below
+    the last build's checkpoint, when its history is the start of this one's."""
+    before = writer.previous_history
+    sizes = tuple(history.sizes)
+    if before and sizes[: len(before)] == before:
+        return before[-1]
+    return 0
+
+
+def _proofs(view: LogView, writer: SiteWriter, proofs: _Proofs, part: range) -> None:
+    """``proof/<index>.tlog-proof`` for the entries in ``part``, each against the first
+    checkpoint the site published with it (:mod:`toolpin.site.history`); those the last
+    build published are kept as they are."""
+    import base64
+
+    from toolpin.publog.merkle import inclusion_proof, level_path
     from toolpin.publog.proof import proof_text
 
-    note = view.checkpoint.note
+    size = view.checkpoint.size
     for index in part:
-        writer.text(f"proof/{index}.tlog-proof", proof_text(index, level_path(levels, index), note))
+        rel = f"proof/{index}.tlog-proof"
+        if index < proofs.kept_below and writer.keep(rel):
+            continue
+        at = proofs.history.proven_at(index)
+        if at.size == size:
+            path = level_path(proofs.levels, index)
+        else:
+            hashes = inclusion_proof(proofs.source, index, at.size)
+            path = [base64.b64encode(h).decode("ascii") for h in hashes]
+        writer.text(rel, proof_text(index, path, at.note))
 
 
 def _blob_owners(view: LogView) -> dict[str, str]:
@@ -160,7 +207,9 @@ def _blobs(view: LogView, writer: SiteWriter, refs: list[str]) -> None:
     (in a new site the server that owns a blob links it: :func:`_link_blobs`)."""
     blobs = view.blob_store()
     for ref in refs:
-        writer.write(_blob_path(ref), blobs.get(ref))
+        rel = _blob_path(ref)
+        if not writer.keep(rel):  # named by its digest: a blob's bytes never change
+            writer.write(rel, blobs.get(ref))
 
 
 def _link_blobs(
@@ -180,18 +229,32 @@ def _link_blobs(
     return linked
 
 
-def _copy_log(view: LogView, writer: SiteWriter) -> None:
+def _copy_log(view: LogView, writer: SiteWriter, history: History) -> None:
     """The log beside the site: checkpoint, tiles and entry bundles (C2SP paths; the
-    blobs are :func:`_blobs`')."""
+    blobs are :func:`_blobs`'), and the partial tiles and bundles of every checkpoint the
+    site published before (a partial tile never changes either: it is the first ``width``
+    hashes or entries of its tile; the API links an entry's bundle at the checkpoint its
+    proof names, so the link never moves). A partial file the log no longer has is cut
+    from the tile that holds it now."""
     from toolpin.publog.tiles import (
         TILE_WIDTH,
+        decode_bundle,
+        encode_bundle,
         entries_path,
         max_file_bytes,
         read_bounded,
+        tile_path,
         tiles_for_size,
     )
 
     root = view.log_dir
+
+    def read(rel: str) -> bytes:
+        try:
+            return read_bounded(root / rel, max_file_bytes(rel))
+        except OSError as exc:
+            raise InputError(f"{rel} cannot be read ({exc.strerror})") from None
+
     writer.text("checkpoint", view.checkpoint.note)
     size = view.checkpoint.size
     rels = [ref.path for ref in tiles_for_size(size)]
@@ -200,11 +263,38 @@ def _copy_log(view: LogView, writer: SiteWriter) -> None:
     if last:
         rels.append(entries_path(full, last))
     for rel in rels:
-        try:
-            data = read_bounded(root / rel, max_file_bytes(rel))
-        except OSError as exc:
-            raise InputError(f"{rel} cannot be read ({exc.strerror})") from None
-        writer.write(rel, data)
+        if ".p/" not in rel and writer.keep(rel):  # a full tile or bundle never changes
+            continue
+        writer.write(rel, read(rel))
+    done = set(rels)
+
+    def now_at(level: int | None, index: int) -> str:  # the file holding it in this tree
+        count = size if level is None else size >> (8 * level)
+        width = TILE_WIDTH if index < count // TILE_WIDTH else count % TILE_WIDTH
+        if level is None:
+            return entries_path(index, width)
+        return tile_path(level, index, width)
+
+    for item in history.items[:-1]:
+        old: list[tuple[int | None, int, int, str]] = [
+            (ref.level, ref.index, ref.width, ref.path)
+            for ref in tiles_for_size(item.size)
+            if not ref.full
+        ]
+        n, width = divmod(item.size, TILE_WIDTH)
+        if width:
+            old.append((None, n, width, entries_path(n, width)))
+        for level, index, width, rel in old:
+            if rel in done or writer.keep(rel):
+                done.add(rel)
+                continue
+            data = read(now_at(level, index))
+            if level is None:
+                data = encode_bundle(decode_bundle(data)[:width])
+            else:
+                data = data[: 32 * width]
+            writer.write(rel, data)
+            done.add(rel)
 
 
 HEADERS: Final = """\
@@ -276,18 +366,38 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
-def _inputs_digest(view: LogView, base_url: str, now: dt.datetime, code: str) -> str:
-    """Everything the output depends on: the signed checkpoint (hence every entry), the
-    last good looks and opt-outs, ``now``, ``base_url``, and toolpin's own code."""
+def _inputs_digest(
+    note: str, base_url: str, now: dt.datetime, code: str, log_dir: Path, state: Path | None
+) -> str:
+    """Everything the output depends on, read without reading the entries: the signed
+    checkpoint (hence every entry), the crawl state's last good looks, the opt-out lists,
+    ``now``, ``base_url``, and toolpin's own code (the published history is the folder's
+    own, checked file by file against the build state)."""
     import hashlib
 
+    from toolpin.site.model import liveness, optout_names
+
     digest = hashlib.sha256()
-    for part in (view.checkpoint.note, base_url, now.isoformat(), code):
+    for part in (note, base_url, now.isoformat(), code):
         digest.update(part.encode("utf-8") + b"\0")
-    for sid in sorted(view.servers):
-        history = view.servers[sid]
-        digest.update(f"{sid} {history.last_ok} {history.opted_out}\n".encode())
+    for sid, last in sorted(liveness(state).items()):
+        digest.update(f"{sid} {last}\n".encode())
+    digest.update(b"\0")
+    for name in sorted(optout_names(log_dir)):
+        digest.update(name.encode("utf-8") + b"\n")
     return digest.hexdigest()
+
+
+def _signed_note(log_dir: Path, vkey: Verifier) -> str | None:
+    """The log's checkpoint when it is signed by ``vkey`` (``None``: :func:`read_log`
+    says why not)."""
+    from toolpin.errors import LogError
+    from toolpin.publog.tiles import TileLog
+
+    try:
+        return TileLog.open(log_dir, vkey).checkpoint_note
+    except (LogError, OSError):
+        return None
 
 
 def default_cache(log_dir: Path) -> Path:
@@ -353,22 +463,27 @@ def build_site(
     _check_folders(log_dir, out)
     if not base_url.endswith("/"):
         base_url += "/"
-    view = read_log(log_dir, vkey, state=state)
     code = code_digest()
+    note = _signed_note(log_dir, vkey)
     if policy is not None:
-        policy.check(view.checkpoint.note, vkey)
+        if note is not None:  # (else read_log says why the log is refused)
+            policy.check(note, vkey)
         code += json.dumps(policy.to_json(), sort_keys=True)  # another policy: another site
-    inputs = _inputs_digest(view, base_url, now, code)
     kept = None if cache is None else state_path(cache, out)  # never inside ``out``
+    inputs = None if note is None else _inputs_digest(note, base_url, now, code, log_dir, state)
     staging = _staging(out)
     try:
         if staging is None:
             writer = SiteWriter(out, state=kept)
-            if writer.up_to_date(inputs):
+            if inputs is not None and writer.up_to_date(inputs):
+                # The checkpoint the last build verified and published, and nothing else
+                # changed: every file is as that build left it (the entries are not read
+                # again; `toolpin log verify` audits the log).
+                servers, opted_out = writer.previous_counts
                 return BuildResult(
-                    checkpoint_size=view.checkpoint.size,
-                    servers=sum(1 for h in view.servers.values() if not h.opted_out),
-                    opted_out=sum(1 for h in view.servers.values() if h.opted_out),
+                    checkpoint_size=int(note.split("\n")[1]) if note else 0,
+                    servers=servers,
+                    opted_out=opted_out,
                     files=len(writer.stats),
                     written=0,
                     unchanged=writer.unchanged,
@@ -376,6 +491,16 @@ def build_site(
                 )
         else:
             writer = SiteWriter(staging, state=kept, manifest=False, fresh=True)
+        view = read_log(log_dir, vkey, state=state)
+        if inputs is None or view.checkpoint.note != note:
+            raise UnverifiedLogError("the log changed while it was being read; build again")
+        raw, levels = _proof_levels(view)
+        cp = view.checkpoint
+        source = LevelSource(raw)
+        current = Published(cp.size, cp.root, cp.note)
+        history = read_history(out, vkey, current, cp.origin, source)
+        writer.history = tuple(history.sizes)
+        proofs = _Proofs(levels, source, history, _kept_below(writer, history))
         result = _build(
             view,
             vkey,
@@ -384,6 +509,7 @@ def build_site(
             now=now,
             inputs=inputs,
             cache=(cache, code),
+            proofs=proofs,
             policy=policy,
         )
         if staging is not None:
@@ -406,6 +532,7 @@ def _build(
     now: dt.datetime,
     inputs: str,
     cache: tuple[Path | None, str],
+    proofs: _Proofs,
     policy: Policy | None = None,
 ) -> BuildResult:
     from toolpin.site import api, digests, feeds
@@ -418,7 +545,8 @@ def _build(
     context: dict[str, Any] = {"checkpoint": view.checkpoint, "base_url": base_url}
 
     def the_log() -> None:  # while the servers are built (in other processes when many)
-        _copy_log(view, writer)
+        _copy_log(view, writer, proofs.history)
+        api.write_history(writer, view, proofs.history)
         for name in STATIC_FILES:
             data = importlib.resources.files("toolpin.site").joinpath("static", name)
             writer.write(f"static/{name}", data.read_bytes())
@@ -440,7 +568,7 @@ def _build(
         hook_context["report_observations"] = view.observations
         job = (reports, env, root, hook_context, view.log_dir)
     pages, rest = _all_servers(
-        view, now, writer, env, context, meanwhile=the_log, cache=cache, reports=job
+        view, now, writer, env, context, meanwhile=the_log, cache=cache, reports=job, proofs=proofs
     )
     shown = [p for p in pages.values() if not p.history.opted_out]
 
@@ -482,7 +610,7 @@ def _build(
             )
         feeds.write_feeds(env, writer, view, pages, base_url)
         api.write_api(writer, view, pages, now)
-        digests.write_digests(writer, view)
+        digests.write_digests(writer, view, proofs.history, proofs.kept_below)
 
         install = _hook("toolpin.site.install", "write_install_page")
         if install is not None:
@@ -500,6 +628,7 @@ def _build(
     rels = {Path(p).relative_to(root).as_posix() for p in hooked} - writer.stats.keys()
     written = len(rels & {Path(p).relative_to(root).as_posix() for p in fresh})
     writer.adopt(sorted(rels), written, len(rels) - written)
+    writer.counts = (len(shown), len(pages) - len(shown))
     removed = writer.finish(inputs)
     return BuildResult(
         checkpoint_size=view.checkpoint.size,
@@ -555,8 +684,8 @@ class _Rest:
 
     def finish(self) -> _Files | None:
         """The reports' files (``None``: no reports), once every task is done."""
-        for _, _, stats, written, unchanged in self._tasks:
-            self._writer.merge(stats, written, unchanged)
+        for _, _, stats, written, unchanged, groups in self._tasks:
+            self._writer.merge(stats, written, unchanged, groups)
         if self._reports is not None:
             self._files = self._reports.get()
         return self._files
@@ -669,6 +798,7 @@ def _server_files(
     context: Mapping[str, Any],
     cache: WorkCache,
     owners: Mapping[str, str],
+    proofs: _Proofs,
 ) -> tuple[Badge, list[ChangeSummary | None], Explained]:
     """Every file of one server (page, badge, diff pages, compare page, feeds, API
     history, the blobs it owns in a new site); its badge, change summaries and the
@@ -679,11 +809,17 @@ def _server_files(
     sid = history.id
     badge, svg, endpoint = badge_for(history, now)
     page = ServerPage(history, badge)
-    linked = _link_blobs(view, history, writer, owners)
+    made_of = _server_key(view, history, svg + b"\0" + endpoint, context, proofs, cache.code)
     if history.opted_out:
-        writer.text(f"servers/{sid}.html", _render(env, "stub.html", **context, id=sid))
-        api.write_server_api(writer, view, page)
+        if not writer.keep_group(sid, made_of):
+            writer.begin_group()
+            _link_blobs(view, history, writer, owners)
+            writer.text(f"servers/{sid}.html", _render(env, "stub.html", **context, id=sid))
+            api.write_server_api(writer, view, page, proofs.history)
+            writer.end_group(sid, made_of)
         return badge, [None] * len(history.versions), {}
+    writer.begin_group()
+    linked = _link_blobs(view, history, writer, owners)
     kept = cache.get(sid)
     found: Any = kept.get("changes")
     kept_changes: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -726,6 +862,9 @@ def _server_files(
         explained[version.index] = (before.index, explain)
         summaries.append(summary)
         entries.append({"version": version, "change": summary, "body": body, "window": window})
+    if writer.keep_group(sid, made_of):  # its files, as the last build made them from this key
+        writer.end_group(sid, None)
+        return badge, summaries, explained
     writer.write(f"badge/{sid}.svg", svg)
     writer.write(f"badge/{sid}.json", endpoint)
     latest = history.latest
@@ -793,8 +932,39 @@ def _server_files(
     cache.put(sid, work)
     page.changes = list(zip(history.versions, summaries, strict=True))
     feeds.write_server_feed(env, writer, view.checkpoint.origin, page, context["base_url"])
-    api.write_server_api(writer, view, page)
+    api.write_server_api(writer, view, page, proofs.history)
+    writer.end_group(sid, made_of)
     return badge, summaries, explained
+
+
+def _server_key(
+    view: LogView,
+    history: ServerHistory,
+    badge: bytes,
+    context: Mapping[str, Any],
+    proofs: _Proofs,
+    code: str,
+) -> str:
+    """Everything one server's files are made from: toolpin's code, the site's address,
+    the log, the server's entries (each by its leaf hash, with the checkpoint its proof
+    names, which also names its entry bundle), its last good look, whether it opted
+    out, and its badge (which depends on ``now``). Files made from the same key are the
+    same bytes (:meth:`SiteWriter.keep_group`)."""
+    import hashlib
+
+    cp = view.checkpoint
+    digest = hashlib.sha256()
+    head = (code, str(context["base_url"]), cp.origin, cp.vkey, history.id)
+    digest.update("\0".join(head).encode("utf-8"))
+    digest.update(f"\0{history.opted_out}\0{history.last_ok}\0".encode())
+    at = proofs.history.size_after
+    digest.update(
+        "".join(f"{v.index} {v.leaf_hash} {at(v.index)}\n" for v in history.versions).encode(
+            "ascii"
+        )
+    )
+    digest.update(badge)
+    return digest.hexdigest()
 
 
 PARALLEL_FROM: Final = 400
@@ -815,30 +985,40 @@ def _run(
     env: jinja2.Environment,
     now: dt.datetime,
     context: Mapping[str, Any],
-    levels: list[list[str]],
+    proofs: _Proofs,
     cache: tuple[Path | None, str],
     owners: Mapping[str, str],
 ) -> list[_Done]:
     kind, part = task
     if kind == "proofs":
-        _proofs(view, writer, levels, part)
+        _proofs(view, writer, proofs, part)
         return []
     if kind == "blobs":
         _blobs(view, writer, part)
         return []
     work = WorkCache(*cache)
     done = [
-        (sid, *_server_files(view, view.servers[sid], now, env, writer, context, work, owners))
+        (
+            sid,
+            *_server_files(
+                view, view.servers[sid], now, env, writer, context, work, owners, proofs
+            ),
+        )
         for sid in part
     ]
     work.flush()
     return done
 
 
-def _task(task: _Task) -> tuple[str, list[_Done], dict[str, tuple[int, int]], int, int]:
+_Groups = dict[str, tuple[str, list[str]]]
+
+
+def _task(
+    task: _Task,
+) -> tuple[str, list[_Done], dict[str, tuple[int, int]], int, int, _Groups]:
     """One task in a forked worker (its own writer; the accounting goes back)."""
     job = _JOB
-    writer = SiteWriter(job["root"], manifest=False, fresh=job["fresh"])
+    writer = SiteWriter(job["root"], manifest=False, fresh=job["fresh"], previous=job["previous"])
     done = _run(
         task,
         job["view"],
@@ -846,11 +1026,11 @@ def _task(task: _Task) -> tuple[str, list[_Done], dict[str, tuple[int, int]], in
         job["env"],
         job["now"],
         job["context"],
-        job["levels"],
+        job["proofs"],
         job["cache"],
         job["owners"],
     )
-    return task[0], done, writer.stats, writer.written, writer.unchanged
+    return task[0], done, writer.stats, writer.written, writer.unchanged, writer.groups
 
 
 def _workers() -> int:
@@ -867,13 +1047,13 @@ def _all_servers(
     meanwhile: Callable[[], None],
     cache: tuple[Path | None, str],
     reports: ReportsJob | None = None,
+    proofs: _Proofs,
 ) -> tuple[dict[str, ServerPage], _Rest]:
     """Every server's files, in worker processes when the log is large and cores allow
     (``meanwhile`` runs in this process while they work); then every proof and blob and
     the reports (``reports``), which the workers write after the servers (one of them the
     reports) while this process goes on: the second item returned (finish and close it)."""
     sids = sorted(view.servers)
-    levels = _proof_levels(view)
     owners = _blob_owners(view)
     refs = [] if writer.fresh else list(owners)  # a new site's blobs: linked by their owners
     results: list[_Done] = []
@@ -886,7 +1066,7 @@ def _all_servers(
             ("blobs", refs),
         ]
         for task in tasks:
-            results.extend(_run(task, view, writer, env, now, context, levels, cache, owners))
+            results.extend(_run(task, view, writer, env, now, context, proofs, cache, owners))
         files = None if reports is None else _reports(reports, _explained(results))
         rest = _Rest(writer, files=files)
     else:
@@ -917,7 +1097,8 @@ def _all_servers(
             fresh=writer.fresh,
             env=env,
             context=context,
-            levels=levels,
+            proofs=proofs,
+            previous=writer.previous,
             cache=cache,
             owners=owners,
             reports=reports,
@@ -931,9 +1112,9 @@ def _all_servers(
         try:
             done = pool.imap_unordered(_task, tasks)
             meanwhile()
-            for _, part, stats, written, unchanged in done:
+            for _, part, stats, written, unchanged, made in done:
                 results.extend(part)
-                writer.merge(stats, written, unchanged)
+                writer.merge(stats, written, unchanged, made)
             # The reports first (they are the longest), then the proofs and blobs.
             report = None
             if reports is not None:

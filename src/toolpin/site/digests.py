@@ -36,6 +36,7 @@ from toolpin.site.api import API
 
 if TYPE_CHECKING:
     from toolpin.publog.checkpoint import Checkpoint
+    from toolpin.site.history import History
     from toolpin.site.model import LogView
     from toolpin.site.output import SiteWriter
 
@@ -104,14 +105,29 @@ def bucket_bytes(checkpoint: Mapping[str, Any], prefix: str, items: list[dict[st
     return rfc8785.dumps(doc)
 
 
-def write_digests(writer: SiteWriter, view: LogView) -> None:
-    """Every bucket of the site's checkpoint (unchanged files are not rewritten)."""
+def write_digests(
+    writer: SiteWriter, view: LogView, published: History | None = None, kept_below: int = 0
+) -> None:
+    """Every bucket, each naming the first checkpoint the site published that covers its
+    newest entry (an empty bucket: the first the site published), so a bucket no new
+    entry falls in keeps its bytes and is not rewritten (``published``: the site's
+    :class:`~toolpin.site.history.History`; ``None``: every bucket names the current
+    checkpoint). A bucket whose entries are all below ``kept_below`` (the last build's
+    checkpoint, when its history is the start of this one's) is the one that build
+    wrote: kept when still as recorded, not encoded again."""
     cp = view.checkpoint
-    checkpoint = {"origin": cp.origin, "size": cp.size, "root": cp.root}
+    current = {"origin": cp.origin, "size": cp.size, "root": cp.root}
     found = [
         item for _, version in view.versions() for item in recorded(version.index, version.digests)
     ]
     for prefix, items in buckets(found, cp.size).items():
+        checkpoint = current
+        if published is not None and published.items:
+            newest = max((item["entries"][-1] for item in items), default=-1)
+            if newest < kept_below and writer.keep(bucket_path(prefix)):
+                continue
+            at = published.proven_at(newest)
+            checkpoint = {"origin": cp.origin, "size": at.size, "root": at.root}
         writer.write(bucket_path(prefix), bucket_bytes(checkpoint, prefix, items))
 
 

@@ -36,7 +36,16 @@ SERVER_ID: Final = re.compile(r"[0-9a-f]{16}")
 TIMESTAMP: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z")
 RECORD_TYPE: Final = "toolpin/observation"
 
-__all__ = ["LogView", "ServerHistory", "SiteCheckpoint", "Version", "parse_time", "read_log"]
+__all__ = [
+    "LogView",
+    "ServerHistory",
+    "SiteCheckpoint",
+    "Version",
+    "liveness",
+    "optout_names",
+    "parse_time",
+    "read_log",
+]
 
 
 class UnverifiedLogError(LogError):
@@ -255,7 +264,7 @@ def _version(index: int, leaf: bytes, value: Mapping[str, Any]) -> tuple[str, Ve
     return server_id, version
 
 
-def _liveness(state_path: Path | None) -> dict[str, str]:
+def liveness(state_path: Path | None) -> dict[str, str]:
     """``{server id: last good look}`` from a crawl state file (timestamps only)."""
     if state_path is None:
         return {}
@@ -278,7 +287,7 @@ def _liveness(state_path: Path | None) -> dict[str, str]:
     }
 
 
-def _optout(log_dir: Path) -> frozenset[str]:
+def optout_names(log_dir: Path) -> frozenset[str]:
     from toolpin.crawl.optout import load_optout
 
     return load_optout([log_dir])
@@ -392,8 +401,8 @@ def read_log(log_dir: Path, vkey: Verifier, *, state: Path | None = None) -> Log
     if entries.checkpoint != checkpoint:
         raise UnverifiedLogError("the log changed while it was being read; build again")
     servers = entries.servers
-    live = _liveness(state)
-    names = _optout(log_dir)
+    live = liveness(state)
+    names = optout_names(log_dir)
     for history in servers.values():
         latest = history.latest.observed_at
         known = live.get(history.id)

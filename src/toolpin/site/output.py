@@ -10,7 +10,11 @@ log's work cache (:func:`state_path`: ``<cache>/outputs/<16 hex>.manifest``, key
 output folder's resolved path), and records the digest of the build's inputs and the size
 and modification time of every file the build wrote. A build whose inputs are unchanged
 and whose files are all still as recorded touches nothing (:meth:`SiteWriter.up_to_date`);
-otherwise every file is produced again and compared. Files the previous build listed that
+otherwise every file is produced again and compared, but for what cannot have changed:
+a file that is immutable by the site's layout (a blob, a full tile, a proof of an earlier
+checkpoint: :meth:`SiteWriter.keep`) and the files of a server whose inputs are the ones
+the last build recorded for it (:meth:`SiteWriter.keep_group`) are kept when they are
+still as recorded, and not produced at all. Files the previous build listed that
 this one no longer writes are removed; nothing else in the folder is ever deleted. So the
 published folder is a pure function of the log, ``--base-url`` and ``--now``: two builds
 give ``diff -r``-identical folders. Without a cache no state is kept (every file is
@@ -38,7 +42,11 @@ _SAFE_PART: Final = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
 _SAFE_PATH: Final = re.compile(rf"(?:{_SAFE_PART}/)*{_SAFE_PART}")
 """A relative path whose every part is a safe name (no ``..``, no empty or hidden part)."""
 
-__all__ = ["MANIFEST", "SiteWriter", "state_path"]
+__all__ = ["MANIFEST", "Previous", "SiteWriter", "state_path"]
+
+Previous = tuple[dict[str, tuple[int, int]], dict[str, tuple[str, list[str]]], tuple[int, ...]]
+"""What the last build recorded: every file's size and time, every server's group, and
+the checkpoint sizes it had published."""
 
 
 def state_path(cache: Path, out: Path) -> Path:
@@ -66,6 +74,7 @@ class SiteWriter:
         state: Path | None = None,
         manifest: bool = True,
         fresh: bool = False,
+        previous: Previous | None = None,
     ) -> None:
         self.root = root
         self.state = state
@@ -78,10 +87,22 @@ class SiteWriter:
         self._dirs: set[str] = set()
         self._previous: dict[str, tuple[int, int]] = {}
         self._previous_inputs: str | None = None
+        self._previous_groups: dict[str, tuple[str, list[str]]] = {}
+        self.previous_history: tuple[int, ...] = ()
+        """The checkpoint sizes the last build recorded (:mod:`toolpin.site.history`)."""
+        self.groups: dict[str, tuple[str, list[str]]] = {}
+        """``{server id: (inputs key, files)}`` of this build (:meth:`keep_group`)."""
+        self.history: tuple[int, ...] = ()
+        self.counts: tuple[int, int] = (0, 0)
+        """The servers shown and opted out (kept for an unchanged rebuild's result)."""
+        self.previous_counts: tuple[int, int] = (0, 0)
+        self._group: list[str] | None = None
         self._tmp = f".{os.getpid()}.tmp"
         self._prefix = os.path.join(root, "")
         if manifest:
             self._read_manifest()
+        if previous is not None:
+            self._previous, self._previous_groups, self.previous_history = previous
 
     @property
     def paths(self) -> set[str]:
@@ -106,6 +127,17 @@ class SiteWriter:
         self._previous_inputs = lines[0].removeprefix(_HEADER)
         for line in lines[1:]:
             parts = line.split("\t")
+            if line.startswith("@"):
+                if parts[0] == "@server" and len(parts) == 4:
+                    self._previous_groups[parts[1]] = (parts[2], parts[3].split(" "))
+                elif parts[0] == "@counts" and len(parts) == 3:
+                    if parts[1].isdigit() and parts[2].isdigit():
+                        self.previous_counts = (int(parts[1]), int(parts[2]))
+                elif parts[0] == "@history" and len(parts) == 2:
+                    sizes = parts[1].split(" ")
+                    if all(n.isdigit() for n in sizes):
+                        self.previous_history = tuple(map(int, sizes))
+                continue
             if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
                 self._previous[parts[0]] = (int(parts[1]), int(parts[2]))
 
@@ -129,10 +161,73 @@ class SiteWriter:
         self.unchanged = len(self.stats)
         return True
 
+    @property
+    def previous(self) -> Previous:
+        """What the last build recorded (for another process's writer of this build)."""
+        return self._previous, self._previous_groups, self.previous_history
+
+    def keep(self, rel: str) -> bool:
+        """Count the file at ``rel`` as this build's, unchanged, when the last build
+        recorded it and it is still as recorded (size and time): for a file whose bytes
+        cannot differ (a blob, a full tile, a proof of a checkpoint the last build had
+        published). False, and nothing counted, otherwise (then write it)."""
+        recorded = self._previous.get(rel)
+        if recorded is None or rel in self.stats:
+            return False
+        try:
+            info = os.stat(self._target(rel))
+        except OSError:
+            return False
+        if (info.st_size, info.st_mtime_ns) != recorded:
+            return False
+        self.stats[rel] = recorded
+        self.unchanged += 1
+        if self._group is not None:
+            self._group.append(rel)
+        return True
+
+    def keep_group(self, name: str, key: str) -> bool:
+        """Keep every file of the group ``name`` (one server's) unchanged when the last
+        build recorded the group with this inputs ``key`` and each file is still as
+        recorded; False, and nothing kept, otherwise."""
+        found = self._previous_groups.get(name)
+        if found is None or found[0] != key:
+            return False
+        kept: dict[str, tuple[int, int]] = {}
+        for rel in found[1]:
+            recorded = self._previous.get(rel)
+            if recorded is None or rel in self.stats:
+                return False
+            try:
+                info = os.stat(self._target(rel))
+            except (OSError, InputError):
+                return False
+            if (info.st_size, info.st_mtime_ns) != recorded:
+                return False
+            kept[rel] = recorded
+        self.stats.update(kept)
+        self.unchanged += len(kept)
+        self.groups[name] = found
+        return True
+
+    def begin_group(self) -> None:
+        """Collect the files written from now on (but blobs, which have no owner after
+        the first build) into a group, until :meth:`end_group`."""
+        self._group = []
+
+    def end_group(self, name: str, key: str | None) -> None:
+        """Record the group's files with their inputs ``key`` (``None``: record nothing,
+        the group was kept whole by :meth:`keep_group`)."""
+        if self._group is not None and key is not None:
+            self.groups[name] = (key, self._group)
+        self._group = None
+
     def _claim(self, rel: str) -> str:
         if rel in self.stats:
             raise InputError(f"internal error: {rel} written twice")
         target = self._target(rel)
+        if self._group is not None and not rel.startswith("blob/"):
+            self._group.append(rel)
         parent = os.path.dirname(target)
         if parent not in self._dirs:
             try:
@@ -200,12 +295,20 @@ class SiteWriter:
         self.written += 1
         return data
 
-    def merge(self, stats: Mapping[str, tuple[int, int]], written: int, unchanged: int) -> None:
+    def merge(
+        self,
+        stats: Mapping[str, tuple[int, int]],
+        written: int,
+        unchanged: int,
+        groups: Mapping[str, tuple[str, list[str]]] | None = None,
+    ) -> None:
         """Account for files another process wrote for this build."""
         clash = self.stats.keys() & stats.keys()
         if clash:
             raise InputError(f"internal error: {min(clash)} written twice")
         self.stats.update(stats)
+        if groups:
+            self.groups.update(groups)
         self.written += written
         self.unchanged += unchanged
 
@@ -237,6 +340,14 @@ class SiteWriter:
                 removed += 1
         lines = [_HEADER + inputs]
         lines.extend(f"{rel}\t{size}\t{mtime}" for rel, (size, mtime) in sorted(self.stats.items()))
+        lines.append(f"@counts\t{self.counts[0]}\t{self.counts[1]}")
+        if self.history:
+            lines.append("@history\t" + " ".join(map(str, self.history)))
+        lines.extend(
+            f"@server\t{name}\t{key}\t{' '.join(rels)}"
+            for name, (key, rels) in sorted(self.groups.items())
+            if rels
+        )
         data = ("\n".join(lines) + "\n").encode("utf-8")
         if self.state is not None:
             try:

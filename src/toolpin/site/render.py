@@ -109,7 +109,7 @@ def _when(text: str) -> Markup:  # a version's time is shown in its history and 
 @dataclass(frozen=True, slots=True)
 class Chrome:
     """The markup every page shares around its title, head, content and scripts (built
-    once per site path and checkpoint: 70,000 pages of a large log repeat it)."""
+    once per site path and log: 70,000 pages of a large log repeat it)."""
 
     top: Markup
     links: Markup
@@ -125,23 +125,18 @@ def _member(checkpoint: object, name: str) -> object:
 
 @jinja2.pass_context
 def site_chrome(context: Mapping[str, object]) -> Chrome:
-    """:class:`Chrome` for the page's ``base_url`` and ``checkpoint``."""
+    """:class:`Chrome` for the page's ``base_url`` and log (``checkpoint``'s origin)."""
     checkpoint = context["checkpoint"]
-    return chrome(
-        site_path(context.get("base_url")),
-        str(_member(checkpoint, "size")),
-        show(_member(checkpoint, "origin")),
-        str(_member(checkpoint, "root")),
-        _member(checkpoint, "time") or "",
-    )
+    return chrome(site_path(context.get("base_url")), show(_member(checkpoint, "origin")))
 
 
 @functools.lru_cache(maxsize=16)
-def chrome(root: str, size: str, origin: str, tree_root: str, time: object) -> Chrome:
-    """The shared markup of the pages under ``root`` built from a checkpoint of ``size``
-    entries (``origin`` already made visible), every string escaped."""
+def chrome(root: str, origin: str) -> Chrome:
+    """The shared markup of the pages under ``root`` of the log ``origin`` (already made
+    visible), every string escaped. It names no checkpoint: a page's bytes change only
+    when what it shows does, and ``static/status.js`` shows the current checkpoint from
+    ``api/v1/log.json`` (the server pages' ``verify.js`` verifies it)."""
     e, r = escape_text, escape_text(root)
-    last = f", last entry {when(time)}" if time else ""
     return Chrome(
         top=Markup(
             '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -168,10 +163,11 @@ def chrome(root: str, size: str, origin: str, tree_root: str, time: object) -> C
         ),
         foot=Markup(
             '</main>\n<footer class="site">\n'
-            f"<p>Built from checkpoint <strong>{e(size)}</strong> of <code>{e(origin)}</code>,\n"
-            f'root <code class="hash">{e(tree_root)}</code>{last}.\n'
-            f'<a href="{r}checkpoint">The signed checkpoint</a>.</p>\n'
+            f"<p>The log <code>{e(origin)}</code>:\n"
+            f'<a href="{r}checkpoint">its signed checkpoint</a>'
+            f'<span id="log-status" data-root="{r}"></span>.</p>\n'
             "<p>A record of what servers said, when. Not a safety rating.</p>\n</footer>\n"
+            f'<script src="{r}static/status.js" defer></script>\n'
         ),
     )
 

@@ -1,7 +1,12 @@
-// Checks, in this browser, that the server's latest entry is in the log:
-// 1. the checkpoint's Ed25519 signature against the key printed on the page (WebCrypto);
-// 2. the entry (from its entry bundle) hashes, with sibling hashes read from the tiles,
-//    to the checkpoint's root (RFC 9162 / C2SP tlog-tiles);
+// Checks, in this browser, that the server's latest entry is in the log, and that the log
+// only grew since:
+// 1. the entry's inclusion proof (proof/<index>.tlog-proof, issued once against the
+//    checkpoint current when the entry was first published): its checkpoint's Ed25519
+//    signature against the key printed on the page (WebCrypto), and the RFC 9162
+//    inclusion proof of the entry (from its entry bundle) to that checkpoint's root;
+// 2. the current checkpoint's signature, and that it is consistent with the proof's:
+//    both roots computed from the same tiles (C2SP tlog-tiles), so the older tree is a
+//    prefix of the current one;
 // 3. the entry names this server and the surface digest shown on the page.
 // Only same-origin requests; no inline script; the page works without it.
 "use strict";
@@ -84,27 +89,51 @@
     if (hex(keyId) !== parts[1]) fail("the key on this page has a wrong key id");
     var key = await crypto.subtle.importKey("raw", typed.slice(1), { name: "Ed25519" }, false, ["verify"]);
 
-    var note = new TextDecoder("utf-8", { fatal: true }).decode(await fetchBytes("checkpoint"));
-    var sep = note.indexOf("\n\n");
-    if (sep < 0) fail("the checkpoint is not a signed note");
-    var body = note.slice(0, sep + 1);
-    var signed = false;
-    var lines = note.slice(sep + 2).split("\n");
-    for (var i = 0; i < lines.length && !signed; i++) {
-      var prefix = "\u2014 " + name + " ";
-      if (lines[i].indexOf(prefix) !== 0) continue;
-      var sig = b64(lines[i].slice(prefix.length));
-      if (sig.length !== 68 || !equal(sig.slice(0, 4), keyId)) continue;
-      signed = await crypto.subtle.verify({ name: "Ed25519" }, key, sig.slice(4), enc.encode(body));
+    async function openNote(note, what) {
+      var sep = note.indexOf("\n\n");
+      if (sep < 0) fail(what + " is not a signed note");
+      var body = note.slice(0, sep + 1);
+      var signed = false;
+      var lines = note.slice(sep + 2).split("\n");
+      for (var i = 0; i < lines.length && !signed; i++) {
+        var prefix = "\u2014 " + name + " ";
+        if (lines[i].indexOf(prefix) !== 0) continue;
+        var sig = b64(lines[i].slice(prefix.length));
+        if (sig.length !== 68 || !equal(sig.slice(0, 4), keyId)) continue;
+        signed = await crypto.subtle.verify({ name: "Ed25519" }, key, sig.slice(4), enc.encode(body));
+      }
+      if (!signed) fail(what + " is not signed by the key on this page");
+      var head = body.split("\n");
+      if (head[0] !== name) fail(what + " is for another log");
+      if (!/^(0|[1-9][0-9]{0,15})$/.test(head[1])) fail(what + "'s size is malformed");
+      var treeRoot = b64(head[2]);
+      if (treeRoot.length !== 32) fail(what + "'s root is malformed");
+      return { size: Number(head[1]), root: treeRoot };
     }
-    if (!signed) fail("the checkpoint is not signed by the key on this page");
-    var head = body.split("\n");
-    if (head[0] !== name) fail("the checkpoint is for another log");
-    if (!/^(0|[1-9][0-9]{0,15})$/.test(head[1])) fail("the checkpoint's size is malformed");
-    var size = Number(head[1]);
-    var rootHash = b64(head[2]);
-    if (rootHash.length !== 32) fail("the checkpoint's root is malformed");
+    var utf8 = new TextDecoder("utf-8", { fatal: true });
+    var note = utf8.decode(await fetchBytes("checkpoint"));
+    var current = await openNote(note, "the checkpoint");
+    var size = current.size;
+    var rootHash = current.root;
     if (!(index >= 0 && index < size)) fail("the entry is beyond the checkpoint");
+
+    var proofText = utf8.decode(await fetchBytes("proof/" + index + ".tlog-proof"));
+    var cut = proofText.indexOf("\n\n");
+    if (cut < 0) fail("the proof is malformed");
+    var proofLines = proofText.slice(0, cut).split("\n");
+    if (proofLines[0] !== "c2sp.org/tlog-proof@v1") fail("the proof is not a tlog-proof");
+    var at = 1;
+    while (at < proofLines.length && proofLines[at].indexOf("extra ") === 0) at++;
+    if (proofLines[at] !== "index " + index) fail("the proof is for another entry");
+    var path = proofLines.slice(at + 1).map(function (line) {
+      var h = b64(line);
+      if (h.length !== 32) fail("a proof hash is malformed");
+      return h;
+    });
+    if (path.length > 63) fail("the proof is too long");
+    var proven = await openNote(proofText.slice(cut + 2), "the proof's checkpoint");
+    if (!(index < proven.size)) fail("the entry is beyond the proof's checkpoint");
+    if (proven.size > size) fail("the proof's checkpoint is newer than the current one");
 
     var bundleIndex = Math.floor(index / WIDTH);
     var bundleWidth = bundleIndex < Math.floor(size / WIDTH) ? WIDTH : size % WIDTH;
@@ -153,23 +182,45 @@
     }
     async function subtree(start, end) {
       var count = end - start;
-      if (count === 1 && start === index) return leaf;
       var level = Math.log2(count);
       var perfect = Number.isInteger(level) && start % count === 0;
-      if (perfect && (index < start || index >= end)) return node(level, start / count);
+      if (perfect) return node(level, start / count);
       var k = 1;
       while (k * 2 < count) k *= 2;
       var left = await subtree(start, start + k);
       var right = await subtree(start + k, end);
       return sha256([new Uint8Array([1]), left, right]);
     }
-    var computed = await subtree(0, size);
-    if (!equal(computed, rootHash)) fail("the tiles do not lead to the checkpoint's root");
+    // RFC 9162 section 2.1.3.2: the root the inclusion proof leads to.
+    var fn = index;
+    var sn = proven.size - 1;
+    var r = leaf;
+    for (var p = 0; p < path.length; p++) {
+      if (sn === 0) fail("the inclusion proof is too long");
+      if (fn % 2 === 1 || fn === sn) {
+        r = await sha256([new Uint8Array([1]), path[p], r]);
+        while (fn % 2 === 0 && fn !== 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+      } else {
+        r = await sha256([new Uint8Array([1]), r, path[p]]);
+      }
+      fn = Math.floor(fn / 2);
+      sn = Math.floor(sn / 2);
+    }
+    if (sn !== 0 || !equal(r, proven.root)) fail("the inclusion proof does not lead to its checkpoint's root");
+    if (!equal(await subtree(0, size), rootHash)) fail("the tiles do not lead to the checkpoint's root");
+    if (!equal(await subtree(0, proven.size), proven.root)) {
+      fail("checkpoint " + proven.size + " is not consistent with the current checkpoint " + size);
+    }
     var witnessed = document.querySelector("script[data-policy]"); // built with a policy
     if (witnessed && !window.toolpinWitnessed) fail("the witness check did not load");
-    if (witnessed) await window.toolpinWitnessed(note); // witness.js
-    say(true, "Entry " + index + " verified against checkpoint " + size + ", signed by " + name +
-      (witnessed ? " and cosigned by its witness quorum." : "."));
+    if (witnessed) await window.toolpinWitnessed(note); // witness.js: the current checkpoint
+    var by = ", signed by " + name + (witnessed ? " and cosigned by its witness quorum." : ".");
+    if (proven.size === size) {
+      say(true, "Entry " + index + " verified against checkpoint " + size + " (the current one)" + by);
+    } else {
+      say(true, "Entry " + index + " verified against checkpoint " + proven.size +
+        ", consistent with the current checkpoint " + size + by);
+    }
   }
   status.textContent = "Checking entry " + index + " against the signed checkpoint…";
   run().catch(function (error) {
