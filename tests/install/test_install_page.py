@@ -40,8 +40,9 @@ def test_no_inline_script_or_style_and_no_command_from_the_url(tmp_path: Path) -
     write_install_page(environment(), tmp_path, CONTEXT)
     page = (tmp_path / "install/index.html").read_text(encoding="utf-8")
     scripts = re.findall(r"<script[^>]*>(.*?)</script>", page, flags=re.S)
-    assert scripts == [""]
+    assert scripts == ["", ""]  # both external: the page's own and the footer's status line
     assert '<script src="install.js"></script>' in page
+    assert 'static/status.js" defer></script>' in page
     assert not re.search(r"\son[a-z]+=", page) and "style=" not in page
     script = install_script().decode("utf-8")
     assert not re.search(

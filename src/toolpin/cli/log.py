@@ -269,7 +269,7 @@ def verify_proof_cmd(
         from toolpin.publog.proof import verify_proof_in_log
 
         try:
-            proven, current = verify_proof_in_log(text, log_dir, verifier)
+            proven, current = verify_proof_in_log(text, log_dir, verifier, policy=policy)
         except LogError as exc:
             click.echo(f"FAILED: {exc.message}")
             return 1

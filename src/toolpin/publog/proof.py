@@ -196,18 +196,21 @@ def verify_proof(
 
 
 def verify_proof_in_log(
-    text: str, log_dir: str | Path, verifier: Verifier
+    text: str, log_dir: str | Path, verifier: Verifier, *, policy: Policy | None = None
 ) -> tuple[Checkpoint, Checkpoint]:
     """Check a tlog-proof for its entry as read from the log in ``log_dir`` (or a site's
     copy of it), and that the log's current checkpoint, signed by ``verifier``, is
     consistent with the proof's (RFC 9162, from the log's tiles: a proof issued against an
     older checkpoint proves the entry in the current tree too). Returns the proof's
-    checkpoint and the current one."""
+    checkpoint and the current one. With a witness ``policy``, the current checkpoint (the
+    one the answer rests on) must carry its quorum's cosignatures."""
     proof = parse_proof(text)
     log = TileLog.open(log_dir, verifier)
     current = log.checkpoint
-    if current is None:
+    if current is None or log.checkpoint_note is None:
         raise ProofError("the log has no checkpoint")
+    if policy is not None:
+        policy.check(log.checkpoint_note, verifier)
     if proof.index >= current.size:
         raise ProofError("the proof's index is beyond the log's checkpoint")
     entry = log.read_entry(proof.index)
