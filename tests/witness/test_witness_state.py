@@ -101,13 +101,16 @@ def test_sigkill_at_any_moment_keeps_every_cosigned_size(tmp_path: Path) -> None
     moments (mostly inside writes: that is where it spends its time) and restarted. The
     record always verifies and is never behind a size that was cosigned."""
     state = tmp_path / "state"
-    fork = Fork(entries(400), log_signer())
+    # More sizes than 25 short lives can cosign on a quiet machine, so every run makes
+    # all 25 kills (with 400, a fast machine cosigned them all after 21 and stopped).
+    sizes = 4000
+    fork = Fork(entries(sizes), log_signer())
     rng = random.Random(27)
     acknowledged = 0
     kills = 0
-    while kills < 25 and acknowledged < 400:
+    while kills < 25 and acknowledged < sizes:
         proc = subprocess.Popen(
-            [sys.executable, str(WORKER), str(state), "t", "400"],
+            [sys.executable, str(WORKER), str(state), "t", str(sizes)],
             env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert proc.stdout is not None
