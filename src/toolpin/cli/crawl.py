@@ -11,32 +11,63 @@ inside the command.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.decorators import FC
 
+from toolpin.cli.output_options import json_option
 from toolpin.cli.witness import witness_option
 
 if TYPE_CHECKING:
     from toolpin.crawl.runner import CrawlEvent, CrawlSummary, ServerResult
+    from toolpin.witness.push import PushOutcome
 
 SOURCE_CHOICES = ("config", "registry", "npm", "github")
+
+
+def _log_option(*, required: bool) -> Callable[[FC], FC]:
+    """``--log``: the log written to (``crawl`` may write observations instead)."""
+    return click.option(
+        "--log",
+        "log_dir",
+        required=required,
+        default=None,
+        help="The log directory (created if missing), or s3://bucket/prefix.",
+    )
+
+
+def _wait_option(others: str) -> Callable[[FC], FC]:
+    """``--wait``: how long to wait for ``others`` of the same log (its lock) to finish."""
+    return click.option(
+        "--wait",
+        "lock_timeout",
+        type=click.FloatRange(min=0),
+        default=600.0,
+        show_default=True,
+        help=f"Seconds to wait for {others} of the same log to finish.",
+    )
+
+
 _KEY_OPTION = click.option(
     "--key",
     "key_file",
     default=None,
     help="The log's signing key file (default: the key text in $TOOLPIN_LOG_KEY).",
 )
+_STATE_OPTION = click.option(
+    "--state",
+    "state_file",
+    default=None,
+    help="Crawl state file (default: <log name>.crawl-state.sqlite next to the log directory).",
+)
+_JSON_OPTION = json_option("Print the summary as JSON.")
 
 
 @click.command("crawl")
-@click.option(
-    "--log",
-    "log_dir",
-    default=None,
-    help="The log directory (created if missing), or s3://bucket/prefix.",
-)
+@_log_option(required=False)
 @_KEY_OPTION
 @click.option(
     "--servers",
@@ -85,12 +116,7 @@ _KEY_OPTION = click.option(
     show_default=True,
     help="Seconds allowed for installing one server's package.",
 )
-@click.option(
-    "--state",
-    "state_file",
-    default=None,
-    help="Crawl state file (default: <log name>.crawl-state.sqlite next to the log directory).",
-)
+@_STATE_OPTION
 @click.option(
     "--cache-dir",
     "cache_dir",
@@ -99,7 +125,7 @@ _KEY_OPTION = click.option(
     help="Shared package caches (default: crawl in the cache directory, ~/.cache/toolpin).",
 )
 @witness_option
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@_JSON_OPTION
 @click.option("--full", is_flag=True, help="Ignore the registry's updated_since mark.")
 @click.option(
     "--shard",
@@ -116,14 +142,7 @@ _KEY_OPTION = click.option(
     help="With --shard: a folder, s3://bucket/prefix or FILE.jsonl for the observations "
     "(shard-K-of-N.jsonl in a folder or prefix).",
 )
-@click.option(
-    "--wait",
-    "lock_timeout",
-    type=click.FloatRange(min=0),
-    default=600.0,
-    show_default=True,
-    help="Seconds to wait for another crawl of the same log to finish.",
-)
+@_wait_option("another crawl")
 def crawl_cmd(
     log_dir: str,
     key_file: str | None,
@@ -219,18 +238,23 @@ def crawl_cmd(
             pushed = push_to(log_dir, signer.verifier, witnesses, 10.0)
             for line in push_lines(pushed):
                 click.echo(line, err=True)
-    if as_json:
-        from toolpin.core.render import safe_json
-
-        doc = summary.to_json()
-        if pushed is not None:
-            from toolpin.cli.witness import push_json
-
-            doc["witnesses"] = push_json(pushed)
-        click.echo(safe_json(doc))
-    else:
-        click.echo("\n".join(summary_table(summary)))
+    _echo_summary(summary, as_json, pushed)
     return 0 if pushed is None else pushed.exit_code
+
+
+def _echo_summary(summary: CrawlSummary, as_json: bool, pushed: PushOutcome | None = None) -> None:
+    """The summary on stdout: the table, or the JSON (with what the witnesses said)."""
+    if not as_json:
+        click.echo("\n".join(summary_table(summary)))
+        return
+    from toolpin.core.render import safe_json
+
+    doc = summary.to_json()
+    if pushed is not None:
+        from toolpin.cli.witness import push_json
+
+        doc["witnesses"] = push_json(pushed)
+    click.echo(safe_json(doc))
 
 
 def _progress_line(event: CrawlEvent) -> None:
@@ -314,12 +338,7 @@ def summary_table(summary: CrawlSummary) -> list[str]:
 
 
 @click.command("append")
-@click.option(
-    "--log",
-    "log_dir",
-    required=True,
-    help="The log directory (created if missing), or s3://bucket/prefix.",
-)
+@_log_option(required=True)
 @_KEY_OPTION
 @click.option(
     "--from",
@@ -329,21 +348,9 @@ def summary_table(summary: CrawlSummary) -> list[str]:
     help="An observations file, or a folder or s3://bucket/prefix of *.jsonl files written "
     "by `log crawl --shard` (repeatable).",
 )
-@click.option(
-    "--state",
-    "state_file",
-    default=None,
-    help="Crawl state file (default: <log name>.crawl-state.sqlite next to the log directory).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option(
-    "--wait",
-    "lock_timeout",
-    type=click.FloatRange(min=0),
-    default=600.0,
-    show_default=True,
-    help="Seconds to wait for another crawl or append of the same log to finish.",
-)
+@_STATE_OPTION
+@_JSON_OPTION
+@_wait_option("another crawl or append")
 def append_cmd(
     log_dir: str,
     key_file: str | None,
@@ -373,10 +380,5 @@ def append_cmd(
             lock_timeout=lock_timeout,
             progress=_progress_line,
         )
-    if as_json:
-        from toolpin.core.render import safe_json
-
-        click.echo(safe_json(summary.to_json()))
-    else:
-        click.echo("\n".join(summary_table(summary)))
+    _echo_summary(summary, as_json)
     return 0

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import click
 
-from toolpin.cli.log import VKEY_HELP, policy_option
+from toolpin.cli.output_options import json_option
+from toolpin.cli.publog_options import allow_private_log_option, pinned_vkey_option, policy_option
 
 
 @click.command("lookup")
 @click.option("--log", "url", required=True, help="The published log's base URL (https://...).")
-@click.option("--vkey", required=True, help=VKEY_HELP)
+@pinned_vkey_option
 @click.option(
     "--kind",
     type=click.Choice(["surface", "tools"]),
@@ -28,12 +29,8 @@ from toolpin.cli.log import VKEY_HELP, policy_option
     show_default=True,
     help="Seconds per request (the whole lookup gets four times this).",
 )
-@click.option(
-    "--allow-private",
-    is_flag=True,
-    help="Allow a log on a loopback or private address (also TOOLPIN_LOG_ALLOW_PRIVATE=1).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@allow_private_log_option
+@json_option("Print the result as JSON.")
 @policy_option
 @click.argument("digest")
 def lookup_cmd(

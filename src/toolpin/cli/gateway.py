@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from toolpin.cli.log_options import accept_public_after_option, log_options
-from toolpin.cli.remote_options import header_option, transport_option
+from toolpin.cli.remote_options import header_option, quiet_option, transport_option
 
 
 @click.command("gateway")
@@ -27,7 +27,7 @@ from toolpin.cli.remote_options import header_option, transport_option
     type=click.FloatRange(0, min_open=True),
     help="Seconds to wait for the server while verifying.",
 )
-@click.option("--quiet", is_flag=True, help="Say nothing on stderr unless something is blocked.")
+@quiet_option
 @click.option("--lock", default=None, metavar="FILE", help="Verify against this team lock.")
 @click.option(
     "--only-locked", is_flag=True, help="Refuse a server the lock does not list (needs --lock)."

@@ -10,12 +10,11 @@ import json
 import click
 
 from toolpin.cli.launcher_options import chosen_launcher, force_option, launcher_option
+from toolpin.cli.output_options import json_option
+from toolpin.cli.server_options import server_argv, server_command, server_command_argument
 
 
-@click.command(
-    "install-links",
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-)
+@server_command("install-links")
 @click.option("--name", default=None, help="The server's name in the client (default: derived).")
 @click.option(
     "--env",
@@ -33,7 +32,7 @@ from toolpin.cli.launcher_options import chosen_launcher, force_option, launcher
     metavar="CLIENT",
     help="Print only this output (repeat): one of the Outputs above.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print every output as one JSON object.")
+@json_option("Print every output as one JSON object.")
 @click.option(
     "--readme",
     "readme_id",
@@ -42,7 +41,7 @@ from toolpin.cli.launcher_options import chosen_launcher, force_option, launcher
     help="Print a README link to this log server's page instead (with --base-url).",
 )
 @click.option("--base-url", default=None, help="The public log site, for --readme.")
-@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@server_command_argument
 def install_links_command(
     name: str | None,
     env: tuple[str, ...],
@@ -81,11 +80,7 @@ def install_links_command(
             raise click.UsageError("--readme takes --base-url and no server command")
         click.echo(readme_link(base_url, readme_id))
         return 0
-    argv = list(command)
-    if argv and argv[0] != "--" and argv[0].startswith("-"):
-        raise click.UsageError(f"no such option: {argv[0]} (put the server command after --)")
-    if argv and argv[0] == "--":
-        argv = argv[1:]
+    argv = server_argv(command)
     if not argv:
         raise click.UsageError("give the server command after --")
     unknown = [c for c in clients if c not in CLIENTS]

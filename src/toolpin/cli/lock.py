@@ -10,6 +10,8 @@ import click
 
 from toolpin.cli._output import echo_lines, stdout_color
 from toolpin.cli.log_options import log_option, vkey_option
+from toolpin.cli.output_options import json_option
+from toolpin.cli.server_options import conversation_timeout_option, mcp_config_option
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -21,14 +23,7 @@ if TYPE_CHECKING:
 
 
 @click.command("lock")
-@click.option(
-    "--config",
-    "config",
-    default=".mcp.json",
-    show_default=True,
-    metavar="FILE",
-    help="The shared MCP config (mcpServers, VS Code servers, or Codex TOML).",
-)
+@mcp_config_option("The shared MCP config (mcpServers, VS Code servers, or Codex TOML).")
 @click.option(
     "--out",
     "out",
@@ -38,19 +33,10 @@ if TYPE_CHECKING:
     help="The lockfile to write or check.",
 )
 @click.option("--check", is_flag=True, help="Compare with the lock instead of writing it (for CI).")
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="With --check: print the outcome as JSON (keys in docs/teamlock.md).",
-)
+@json_option("With --check: print the outcome as JSON (keys in docs/teamlock.md).")
 @click.option("--definitions-only", is_flag=True, help="Do not resolve or hold package versions.")
-@click.option(
-    "--timeout",
-    default=60.0,
-    show_default=True,
-    type=click.FloatRange(0, min_open=True),
-    help="Seconds per server for the whole conversation, however slowly it starts.",
+@conversation_timeout_option(
+    "Seconds per server for the whole conversation, however slowly it starts."
 )
 @click.option(
     "--client-capabilities",

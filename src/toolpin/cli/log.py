@@ -11,23 +11,19 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolpin.cli.output_options import json_option
+from toolpin.cli.publog_options import (
+    VKEY_HELP,
+    log_dir_option,
+    log_dir_or_bucket_option,
+    pinned_vkey_option,
+    policy_option,
+)
 from toolpin.errors import InputError, LogError
 
 if TYPE_CHECKING:
     from toolpin.publog.note import Verifier
     from toolpin.publog.policy import Policy
-
-VKEY_HELP = "The pinned verifier key (name+id+key), or a file holding it (last line used)."
-POLICY_HELP = (
-    "A witness policy file: the checkpoint must carry its quorum's cosignatures "
-    "(default: $TOOLPIN_LOG_POLICY, else config.json's log.policy)."
-)
-
-
-def policy_option(func: click.decorators.FC) -> click.decorators.FC:
-    return click.option("--policy", "policy_file", default=None, metavar="FILE", help=POLICY_HELP)(
-        func
-    )
 
 
 def load_policy_option(policy_file: str | None) -> Policy | None:
@@ -106,15 +102,15 @@ def keygen(origin: str, out: str) -> int:
 
 
 @log_group.command("verify")
-@click.option("--log", "log_dir", required=True, help="The log directory, or s3://bucket/prefix.")
-@click.option("--vkey", required=True, help=VKEY_HELP)
+@log_dir_or_bucket_option
+@pinned_vkey_option
 @click.option(
     "--since",
     "since",
     default=None,
     help="A checkpoint file you kept earlier: the log must be consistent with it.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("Print the result as JSON.")
 @policy_option
 def verify(
     log_dir: str, vkey: str, since: str | None, as_json: bool, policy_file: str | None
@@ -180,7 +176,7 @@ def verify(
 
 
 @log_group.command("prove")
-@click.option("--log", "log_dir", required=True, help="The log directory.")
+@log_dir_option
 @click.option("--entry", "index", default=None, type=click.IntRange(min=0), help="Entry index.")
 @click.option(
     "--since",
@@ -213,7 +209,7 @@ def prove(log_dir: str, index: int | None, since: str | None, vkey: str | None) 
 
 
 @log_group.command("verify-proof")
-@click.option("--vkey", required=True, help=VKEY_HELP)
+@pinned_vkey_option
 @click.option("--proof", "proof_file", required=True, help="The tlog-proof file.")
 @click.option("--entry-file", default=None, help="The entry's exact bytes.")
 @click.option("--log", "log_dir", default=None, help="Read the entry from this log directory.")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import click
 
-from toolpin.cli.log import VKEY_HELP, _verifier
+from toolpin.cli.log import _verifier
+from toolpin.cli.publog_options import VKEY_HELP
 from toolpin.errors import InputError
 
 

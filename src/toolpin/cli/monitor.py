@@ -9,13 +9,20 @@ from pathlib import Path
 
 import click
 
-from toolpin.cli.log import VKEY_HELP, _verifier, load_policy_option, policy_option
+from toolpin.cli.log import _verifier, load_policy_option
+from toolpin.cli.output_options import json_option
+from toolpin.cli.publog_options import (
+    allow_private_log_option,
+    pinned_vkey_option,
+    policy_option,
+    request_timeout_option,
+)
 from toolpin.errors import InputError
 
 
 @click.command("monitor")
 @click.option("--log", "log", required=True, help="The published log: an http(s) URL or a folder.")
-@click.option("--vkey", required=True, help=VKEY_HELP)
+@pinned_vkey_option
 @policy_option
 @click.option(
     "--watch",
@@ -45,20 +52,10 @@ from toolpin.errors import InputError
     metavar="DIR",
     help="Where an inconsistency's two checkpoints are written (default: <state>.evidence/).",
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@json_option("One JSON object per line.")
 @click.option("--atom", "atom", default=None, metavar="FILE", help="Write an Atom feed here.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1, max=120),
-    default=10.0,
-    show_default=True,
-    help="Seconds per request.",
-)
-@click.option(
-    "--allow-private",
-    is_flag=True,
-    help="Allow a log on a loopback or private address (also TOOLPIN_LOG_ALLOW_PRIVATE=1).",
-)
+@request_timeout_option
+@allow_private_log_option
 def monitor_cmd(
     log: str,
     vkey: str,

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from toolpin.cli._output import echo_lines, stdout_color
+from toolpin.cli.output_options import json_option
 
 _listing_option = click.option(
     "--listing",
@@ -40,7 +41,7 @@ def _paths(values: tuple[str, ...]) -> list[Path]:
 @click.option(
     "--server", "entry", default="default", show_default=True, help="Entry name in the lock."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("Print the result as JSON.")
 def pin(
     listings: tuple[str, ...],
     lock: str,
@@ -77,7 +78,7 @@ def pin(
     help="A lockfile written by toolpin or by mcp-tool-pin-check.",
 )
 @click.option("--server", "entry", default=None, help="Which entry of a multi-server lock.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("Print the result as JSON.")
 @click.option(
     "--sarif", "sarif", default=None, metavar="OUT", help="Also write SARIF 2.1.0 to OUT."
 )
@@ -103,7 +104,7 @@ def check(
 
 @click.command("hash")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
-@click.option("--json", "as_json", is_flag=True, help="Print the hashes as JSON.")
+@json_option("Print the hashes as JSON.")
 def hash_command(files: tuple[str, ...], as_json: bool) -> int:
     """Print each definition's hash and the set hash (the FILEs are pages of one listing).
 

@@ -8,6 +8,7 @@ import click
 
 from toolpin.cli._output import echo_lines, stdout_color
 from toolpin.cli.log_options import log_option, log_options, vkey_option
+from toolpin.cli.output_options import json_option
 
 if TYPE_CHECKING:
     from toolpin.core.render import Line
@@ -58,7 +59,7 @@ def _record_json(record: PinRecord, *, full: bool) -> dict[str, Any]:
 
 
 @click.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option("Print JSON.")
 def list_command(as_json: bool) -> int:
     """List the pinned servers (a change waiting for review is marked)."""
     from toolpin.core.render import Line, plural, visible
@@ -149,7 +150,7 @@ def _evidence_lines(evidence: Evidence | None, what: str) -> list[Line]:
 @click.command("show")
 @_ID_ARGUMENT
 @_NAME_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option("Print JSON.")
 @log_option
 @vkey_option
 def show_command(
@@ -198,9 +199,7 @@ def show_command(
 @click.command("review")
 @_ID_ARGUMENT
 @_NAME_OPTION
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print JSON (the change's labels and the log's facts)."
-)
+@json_option("Print JSON (the change's labels and the log's facts).")
 @log_option
 @vkey_option
 def review_command(

@@ -6,20 +6,14 @@ import click
 
 from toolpin.cli.launcher_options import chosen_launcher, force_option, launcher_option
 from toolpin.cli.log_options import accept_public_after_option, require_public_option
+from toolpin.cli.server_options import mcp_config_option
 
 PRODUCT_CHOICES = ("claude-code", "copilot", "codex", "cursor", "all")
 
 
 @click.command("policy")
 @click.argument("product", type=click.Choice(PRODUCT_CHOICES))
-@click.option(
-    "--config",
-    "config",
-    default=".mcp.json",
-    show_default=True,
-    metavar="FILE",
-    help="The approved servers (mcpServers or servers; comments allowed).",
-)
+@mcp_config_option("The approved servers (mcpServers or servers; comments allowed).")
 @click.option(
     "--lock", required=True, metavar="ABS", help="Absolute path of the lock on every machine."
 )

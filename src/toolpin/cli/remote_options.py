@@ -1,5 +1,5 @@
-"""The options ``toolpin run --url`` and ``toolpin gateway`` share: how to reach a remote
-server."""
+"""The options ``toolpin run`` and ``toolpin gateway`` share: how to reach a remote server
+(``--url``'s headers and transport), and ``--quiet``."""
 
 from __future__ import annotations
 
@@ -18,4 +18,7 @@ transport_option = click.option(
     default="auto",
     show_default=True,
     help="The HTTP transport of --url.",
+)
+quiet_option = click.option(
+    "--quiet", is_flag=True, help="Say nothing on stderr unless something is blocked."
 )

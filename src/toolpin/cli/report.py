@@ -10,7 +10,9 @@ from typing import Any
 
 import click
 
-from toolpin.cli.log import VKEY_HELP, _read_text, _verifier, load_policy_option, policy_option
+from toolpin.cli.log import _read_text, _verifier, load_policy_option
+from toolpin.cli.output_options import json_option
+from toolpin.cli.publog_options import log_dir_option, pinned_vkey_option, policy_option
 from toolpin.errors import InputError
 
 
@@ -119,8 +121,8 @@ def _monthly_lines(doc: dict[str, Any]) -> list[str]:
 
 
 @click.command("report")
-@click.option("--log", "log_dir", required=True, help="The log directory.")
-@click.option("--vkey", required=True, help=VKEY_HELP)
+@log_dir_option
+@pinned_vkey_option
 @click.option(
     "--since",
     "since",
@@ -136,7 +138,7 @@ def _monthly_lines(doc: dict[str, Any]) -> list[str]:
     metavar="FILE",
     help="Rebuild a monthly report (--json output) from the tiles and compare.",
 )
-@click.option("--json", "as_json", is_flag=True, help="JSON output (ASCII, terminal-safe).")
+@json_option("JSON output (ASCII, terminal-safe).")
 @click.option("--atom", "as_atom", is_flag=True, help="Atom feed output (with --since).")
 @click.option(
     "--watch",

@@ -3,16 +3,16 @@ on every start path."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import click
 
 from toolpin.cli.log_options import accept_public_after_option, log_options
-from toolpin.cli.remote_options import header_option, transport_option
+from toolpin.cli.remote_options import header_option, quiet_option, transport_option
+from toolpin.cli.server_options import server_argv, server_command, server_command_argument
 
 
-@click.command(
-    "run",
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-)
+@server_command("run")
 @click.option("--name", default=None, help="Human label for this server (default: command name).")
 @click.option(
     "--timeout",
@@ -21,7 +21,7 @@ from toolpin.cli.remote_options import header_option, transport_option
     type=float,
     help="Seconds to wait for the server while verifying.",
 )
-@click.option("--quiet", is_flag=True, help="Say nothing on stderr unless something is blocked.")
+@quiet_option
 @click.option(
     "--lock",
     default=None,
@@ -41,7 +41,7 @@ from toolpin.cli.remote_options import header_option, transport_option
 @transport_option
 @log_options
 @accept_public_after_option
-@click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
+@server_command_argument
 def run_command(
     name: str | None,
     timeout: float,
@@ -73,39 +73,22 @@ def run_command(
     TOOLPIN_HOME/config.json) a first pin and a block say whether the public log
     recorded these exact definitions; --require-public refuses a first pin it never did.
     """
-    argv = list(command)
-    if argv and argv[0] != "--" and argv[0].startswith("-"):
-        # ignore_unknown_options lets a mistyped option through as the command.
-        raise click.UsageError(f"no such option: {argv[0]} (put the server command after --)")
-    if argv and argv[0] == "--":
-        argv = argv[1:]
+    argv = server_argv(command)
     if url is not None:
         if argv:
             raise click.UsageError("give either --url or a server command after --, not both")
         from toolpin.remote.start import run_remote_proxy
 
-        return run_remote_proxy(
-            url,
-            name=name,
-            headers=headers,
-            transport=transport,
-            timeout=timeout,
-            quiet=quiet,
-            lock=lock,
-            only_locked=only_locked,
-            log=log_url,
-            vkey=vkey,
-            require_public=require_public,
-            accept_after=accept_after,
-        )
-    if headers or transport != "auto":
-        raise click.UsageError("--header and --transport go with --url")
-    if not argv:
-        raise click.UsageError("give the server command after --, or --url URL")
-    from toolpin.proxy.start import run_proxy
+        start = partial(run_remote_proxy, url, headers=headers, transport=transport)
+    else:
+        if headers or transport != "auto":
+            raise click.UsageError("--header and --transport go with --url")
+        if not argv:
+            raise click.UsageError("give the server command after --, or --url URL")
+        from toolpin.proxy.start import run_proxy
 
-    return run_proxy(
-        argv,
+        start = partial(run_proxy, argv)
+    return start(
         name=name,
         timeout=timeout,
         quiet=quiet,

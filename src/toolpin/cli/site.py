@@ -10,16 +10,13 @@ from pathlib import Path
 
 import click
 
-from toolpin.cli.log import policy_option
+from toolpin.cli.output_options import json_option
+from toolpin.cli.publog_options import log_dir_or_bucket_option, pinned_vkey_option, policy_option
 
 
 @click.command("site")
-@click.option("--log", "log_dir", required=True, help="The log directory, or s3://bucket/prefix.")
-@click.option(
-    "--vkey",
-    required=True,
-    help="The pinned verifier key (name+id+key), or a file holding it (last line used).",
-)
+@log_dir_or_bucket_option
+@pinned_vkey_option
 @click.option(
     "--out",
     "out_dir",
@@ -46,7 +43,7 @@ from toolpin.cli.log import policy_option
     "(default: the one `log crawl` keeps, <log name>.crawl-state.sqlite next to the log "
     "directory, when it exists).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
+@json_option("Print the build summary as JSON.")
 @policy_option
 def site_cmd(
     log_dir: str,

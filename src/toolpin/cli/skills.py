@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from toolpin.cli._output import echo_lines, stdout_color
+from toolpin.cli.output_options import json_option
 
 if TYPE_CHECKING:
     from toolpin.skills.locate import SkillRef
@@ -60,7 +61,7 @@ def pin_command(paths: tuple[str, ...], project: Path) -> int:
 @skills_group.command("check")
 @_PATHS
 @_PROJECT
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (keys in docs/skills.md).")
+@json_option("Print JSON (keys in docs/skills.md).")
 def check_command(paths: tuple[str, ...], project: Path, as_json: bool) -> int:
     """Compare every skill with its pin (exit 1 on a change or an unpinned skill)."""
     from toolpin.skills.check import survey

@@ -10,6 +10,13 @@ from typing import TYPE_CHECKING
 import click
 
 from toolpin.cli._output import echo_lines, stdout_color
+from toolpin.cli.output_options import json_option
+from toolpin.cli.server_options import (
+    conversation_timeout_option,
+    server_argv,
+    server_command,
+    server_command_argument,
+)
 
 if TYPE_CHECKING:
     from toolpin.core.snapshot import Snapshot
@@ -18,10 +25,7 @@ if TYPE_CHECKING:
 _DEFAULT_OUT = ".toolpin/definitions.json"
 
 
-@click.command(
-    "snapshot",
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-)
+@server_command("snapshot")
 @click.option(
     "--out",
     default=_DEFAULT_OUT,
@@ -38,14 +42,10 @@ _DEFAULT_OUT = ".toolpin/definitions.json"
 @click.option(
     "--url", default=None, metavar="URL", help="A Streamable HTTP server instead of a command."
 )
-@click.option(
-    "--timeout",
-    default=60.0,
-    show_default=True,
-    type=click.FloatRange(0, min_open=True),
-    help="Seconds for the whole conversation, however slowly the server starts.",
+@conversation_timeout_option(
+    "Seconds for the whole conversation, however slowly the server starts."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@json_option("Print the outcome as JSON.")
 @click.option(
     "--markdown",
     is_flag=True,
@@ -57,7 +57,7 @@ _DEFAULT_OUT = ".toolpin/definitions.json"
     help="With --check, in GitHub Actions on a pull request: keep one toolpin comment on it "
     "up to date (GITHUB_TOKEN with pull-requests: write).",
 )
-@click.argument("command", nargs=-1, required=False, type=click.UNPROCESSED)
+@server_command_argument
 def snapshot_command(
     out: str,
     name: str | None,
@@ -84,11 +84,7 @@ def snapshot_command(
     from toolpin.maintainer.baseline import Target, write
     from toolpin.maintainer.baseline import check as check_baseline
 
-    argv = list(command)
-    if argv and argv[0] != "--" and argv[0].startswith("-"):
-        raise click.UsageError(f"no such option: {argv[0]} (put the server command after --)")
-    if argv and argv[0] == "--":
-        argv = argv[1:]
+    argv = server_argv(command)
     if as_json and markdown:
         raise click.UsageError("choose one of --json and --markdown")
     if comment and not check:

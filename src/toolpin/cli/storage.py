@@ -9,14 +9,15 @@ from pathlib import Path
 
 import click
 
-from toolpin.cli.log import VKEY_HELP
+from toolpin.cli.output_options import json_option
+from toolpin.cli.publog_options import pinned_vkey_option
 
 
 @click.command("publish")
 @click.option("--log", "log_dir", required=True, help="The log directory to publish.")
-@click.option("--vkey", required=True, help=VKEY_HELP)
+@pinned_vkey_option
 @click.option("--to", "dest", required=True, help="The bucket prefix: s3://bucket/prefix.")
-@click.option("--json", "as_json", is_flag=True, help="Print what was sent as JSON.")
+@json_option("Print what was sent as JSON.")
 def publish_cmd(log_dir: str, vkey: str, dest: str, as_json: bool) -> int:
     """Publish a log folder to s3://bucket/prefix: only if it verifies and extends the
     checkpoint the bucket has; tiles and blobs first, the checkpoint last, unchanged

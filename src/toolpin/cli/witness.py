@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from toolpin.cli.log import VKEY_HELP
+from toolpin.cli.output_options import json_option
+from toolpin.cli.publog_options import log_dir_option, pinned_vkey_option, request_timeout_option
 
 if TYPE_CHECKING:
     from toolpin.publog.note import Verifier
@@ -204,8 +205,8 @@ def push_lines(outcome: PushOutcome) -> list[str]:
 
 
 @witness_group.command("push")
-@click.option("--log", "log_dir", required=True, help="The log directory.")
-@click.option("--vkey", required=True, help=VKEY_HELP)
+@log_dir_option
+@pinned_vkey_option
 @witness_option
 @click.option(
     "--state",
@@ -214,14 +215,8 @@ def push_lines(outcome: PushOutcome) -> list[str]:
     help="The file remembering each witness's last cosigned size "
     "(default: under TOOLPIN_HOME/witness-push).",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1, max=120),
-    default=10.0,
-    show_default=True,
-    help="Seconds per request.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@request_timeout_option
+@json_option("Print the result as JSON.")
 def push(
     log_dir: str,
     vkey: str,

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from toolpin.clients.wrap import Plan
 
 
+_yes_option = click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
+_dry_run_option = click.option("--dry-run", is_flag=True, help="Show the plan and write nothing.")
+
+
 def _locations(configs: tuple[str, ...], project: bool) -> list[ConfigLocation]:
     """The files named with ``--config``, else every known client's (plus the project's)."""
     from pathlib import PurePath
@@ -122,8 +126,8 @@ def _nothing_found(plan: Plan, command: str, *, named: bool) -> bool:
 
 
 @click.command("wrap")
-@click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
-@click.option("--dry-run", is_flag=True, help="Show the plan and write nothing.")
+@_yes_option
+@_dry_run_option
 @click.option(
     "--config",
     "configs",
@@ -246,8 +250,8 @@ def _ask_remotes(
 
 
 @click.command("unwrap")
-@click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
-@click.option("--dry-run", is_flag=True, help="Show the plan and write nothing.")
+@_yes_option
+@_dry_run_option
 @click.option("--config", "configs", multiple=True, metavar="FILE", help="Only this config file.")
 @click.option("--project", is_flag=True, help="Also the project's shared config files.")
 def unwrap_command(yes: bool, dry_run: bool, configs: tuple[str, ...], project: bool) -> int:

@@ -1,0 +1,58 @@
+"""How commands name the MCP servers they start or read: a server command after ``--``
+(``run``, ``snapshot``, ``install-links``), the shared config that lists servers (``lock``,
+``policy``), and how long one whole conversation with a server may take (``lock``,
+``snapshot``).
+
+Light at import: only ``click`` (``run`` is on every client's start path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+from click.decorators import FC
+
+
+def server_command(name: str) -> Callable[[Callable[..., Any]], click.Command]:
+    """A command that ends with a server command: its options come first, and click passes
+    every word from the first argument on (``--`` included) to :data:`server_command_argument`."""
+    return click.command(
+        name, context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+    )
+
+
+server_command_argument = click.argument(
+    "command", nargs=-1, required=False, type=click.UNPROCESSED
+)
+"""``COMMAND...``: the server command, read with :func:`server_argv`."""
+
+
+def server_argv(command: tuple[str, ...]) -> list[str]:
+    """The server command's words, without the ``--`` before them. A first word that starts
+    with ``-`` is a mistyped option (``ignore_unknown_options`` lets it through): refused."""
+    argv = list(command)
+    if argv and argv[0] != "--" and argv[0].startswith("-"):
+        raise click.UsageError(f"no such option: {argv[0]} (put the server command after --)")
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    return argv
+
+
+def mcp_config_option(help: str) -> Callable[[FC], FC]:
+    """``--config FILE`` (default ``.mcp.json``): the shared MCP config, as ``help`` says."""
+    return click.option(
+        "--config", "config", default=".mcp.json", show_default=True, metavar="FILE", help=help
+    )
+
+
+def conversation_timeout_option(help: str) -> Callable[[FC], FC]:
+    """``--timeout`` (default 60 s): one whole conversation with a server, as ``help`` says."""
+    return click.option(
+        "--timeout",
+        default=60.0,
+        show_default=True,
+        type=click.FloatRange(0, min_open=True),
+        help=help,
+    )
