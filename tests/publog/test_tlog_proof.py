@@ -10,7 +10,15 @@ from tlog_helpers import make_entries, seeded_signer
 
 from toolpin.errors import LogError
 from toolpin.publog.note import Signer
-from toolpin.publog.proof import PROOF_HEADER, TlogProof, make_proof, parse_proof, verify_proof
+from toolpin.publog.proof import (
+    CONSISTENCY_HEADER,
+    PROOF_HEADER,
+    TlogProof,
+    make_proof,
+    parse_consistency_proof,
+    parse_proof,
+    verify_proof,
+)
 from toolpin.publog.tiles import TileLog
 
 BuildLog = Callable[..., TileLog]
@@ -121,3 +129,39 @@ def test_make_proof_checks_the_checkpoint_key_and_index(
     with pytest.raises(LogError, match="do not prove"):
         make_proof(log, 3)
     assert seeded_signer().verifier.text.startswith("log.example/toolpin-test+")
+
+
+_HASH = base64.b64encode(bytes(32)).decode()
+_OLD = base64.b64encode(b"log.example/x\n1\n" + _HASH.encode() + b"\n").decode()
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "reason"),
+    [
+        ("inclusion", f"{PROOF_HEADER}\nindex 0\n", "no empty line before the checkpoint"),
+        ("consistency", f"{CONSISTENCY_HEADER}\nold {_OLD}\n", "no empty line before"),
+        ("inclusion", f"{CONSISTENCY_HEADER}\nindex 0\n\nx\n", f"is not {PROOF_HEADER}"),
+        ("consistency", f"{PROOF_HEADER}\nold {_OLD}\n\nx\n", f"is not {CONSISTENCY_HEADER}"),
+        ("inclusion", f"{PROOF_HEADER}\nindex 0\n" + f"{_HASH}\n" * 64 + "\nx\n", "too many"),
+        ("consistency", f"{CONSISTENCY_HEADER}\nold {_OLD}\n" + f"{_HASH}\n" * 129 + "\nx\n",
+         "too many hashes"),
+        ("inclusion", f"{PROOF_HEADER}\nindex 0\nAAAA\n\nx\n", "a proof hash is not 32 bytes"),
+        ("consistency", f"{CONSISTENCY_HEADER}\nold {_OLD}\nAAAA\n\nx\n", "is not 32 bytes"),
+    ],
+)  # fmt: skip
+def test_both_proof_kinds_refuse_a_bad_frame_or_hash_alike(
+    kind: str, text: str, reason: str
+) -> None:
+    parse = parse_proof if kind == "inclusion" else parse_consistency_proof
+    with pytest.raises(LogError) as refused:
+        parse(text)
+    assert refused.value.message.startswith("malformed proof: ")
+    assert reason in refused.value.message
+
+
+def test_both_proof_kinds_take_as_many_hashes_as_a_proof_can_have() -> None:
+    inclusion = parse_proof(f"{PROOF_HEADER}\nindex 0\n" + f"{_HASH}\n" * 63 + "\nnote\n")
+    assert len(inclusion.path) == 63 and inclusion.checkpoint_note == "note\n"
+    text = f"{CONSISTENCY_HEADER}\nold {_OLD}\n" + f"{_HASH}\n" * 128 + "\nnote\n"
+    consistency = parse_consistency_proof(text)
+    assert len(consistency.path) == 128 and consistency.new_note == "note\n"

@@ -127,8 +127,11 @@ def test_generate_key_refuses_a_log_directory(tmp_path: Path) -> None:
 
 def test_generate_key_validates_the_origin(tmp_path: Path) -> None:
     for origin in ["", "has space", "a+b"]:
-        with pytest.raises(LogError):
+        with pytest.raises(LogError) as refused:
             generate_key(origin, tmp_path / "k")
+        assert refused.value.message == "the origin must be non-empty, without spaces or '+'"
+        assert refused.value.advice == "Use a schemeless URL such as example.com/mcp-log."
+    assert not (tmp_path / "k").exists()
 
 
 def test_load_signer_from_environment(tmp_path: Path) -> None:

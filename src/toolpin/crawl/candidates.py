@@ -143,8 +143,9 @@ class Candidate:
             return None
         return without_query(self.url) if self.source == "config" else self.url
 
-    def descriptor(self) -> dict[str, Any]:
-        """What crawl state keeps to probe the candidate again on a later run (no env)."""
+    def identity(self) -> dict[str, Any]:
+        """Which server this is and how it is reached (no env, no free text): the part of
+        :meth:`descriptor` a shard's observation file records."""
         out: dict[str, Any] = {
             "id": self.id,
             "name": self.name,
@@ -155,6 +156,11 @@ class Candidate:
             out["url"] = self.public_url
         if self.package is not None:
             out["package"] = self.package.to_json()
+        return out
+
+    def descriptor(self) -> dict[str, Any]:
+        """What crawl state keeps to probe the candidate again on a later run (no env)."""
+        out = self.identity()
         if self.description is not None:
             out["description"] = self.description
         if self.homepage is not None:

@@ -81,20 +81,6 @@ class Outcome:
     note: str | None = None
 
 
-def _candidate_json(candidate: Candidate) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": candidate.id,
-        "name": candidate.name,
-        "source": candidate.source,
-        "transport": candidate.transport,
-    }
-    if candidate.public_url is not None:
-        out["url"] = candidate.public_url
-    if candidate.package is not None:
-        out["package"] = candidate.package.to_json()
-    return out
-
-
 def _observation_json(obs: Observation) -> dict[str, Any]:
     from toolpin.core.canonical import parse_json
 
@@ -115,7 +101,7 @@ def _by_id(outcome: Outcome) -> str:
 
 def _outcome_json(out: Outcome) -> dict[str, Any]:
     return {
-        "candidate": _candidate_json(out.candidate),
+        "candidate": out.candidate.identity(),
         "reason": out.reason,
         "skipped": out.skipped,
         "seconds": round(out.seconds, 3),

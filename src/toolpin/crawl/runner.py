@@ -31,7 +31,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +104,37 @@ def existing_state_path(log_dir: Path, origin: str) -> Path | None:
 def crawl_lock_path(log_dir: Path) -> Path:
     resolved = log_dir.resolve()
     return resolved.parent / f".{resolved.name}.crawl.lock"
+
+
+def writer_state_path(log_dir: Path, origin: str, state_path: Path | None) -> Path:
+    """The state file of a crawl or append that writes ``log_dir`` (``state_path``, or
+    :func:`state_path_for`); refuses a log path that is not a directory, one whose parent
+    does not exist, and a state file inside the log (it would be published)."""
+    if log_dir.exists() and not log_dir.is_dir():
+        raise InputError(f"{log_dir} is not a directory")
+    if not log_dir.resolve().parent.is_dir():
+        raise InputError(f"the parent directory of {log_dir} does not exist")
+    path = state_path or state_path_for(log_dir, origin)
+    if path.resolve().is_relative_to(log_dir.resolve()):
+        raise InputError(
+            "the crawl state must not live inside the log directory (it would be published)"
+        )
+    return path
+
+
+@contextlib.contextmanager
+def writer_lock(log_dir: Path, timeout: float, *, busy: str, advice: str) -> Iterator[None]:
+    """Hold the one-writer lock of ``log_dir`` (:func:`crawl_lock_path`) around the block;
+    a lock still held by another writer after ``timeout`` seconds is ``LogError(busy)``."""
+    from toolpin.util.fs import locked
+
+    try:
+        with locked(crawl_lock_path(log_dir), timeout=timeout):
+            yield
+    except StoreError as exc:
+        if "waiting for the lock" in exc.message:
+            raise LogError(busy, advice=advice) from None
+        raise
 
 
 @dataclass(frozen=True)
@@ -563,31 +594,18 @@ def _signer_of(opts: CrawlOptions) -> Signer:
 
 def crawl(opts: CrawlOptions, progress: Callable[[CrawlEvent], None] | None = None) -> CrawlSummary:
     """Run one crawl of ``opts.log_dir`` (see the module doc)."""
-    from toolpin.util.fs import locked
-
     started = time.monotonic()
     ran_at = utc_now()
     log_dir = opts.log_dir
     signer = _signer_of(opts)
-    if log_dir.exists() and not log_dir.is_dir():
-        raise InputError(f"{log_dir} is not a directory")
-    if not log_dir.resolve().parent.is_dir():
-        raise InputError(f"the parent directory of {log_dir} does not exist")
-    state_path = opts.state_path or state_path_for(log_dir, signer.name)
-    if state_path.resolve().is_relative_to(log_dir.resolve()):
-        raise InputError(
-            "the crawl state must not live inside the log directory (it would be published)"
-        )
-    try:
-        with locked(crawl_lock_path(log_dir), timeout=opts.lock_timeout):
-            return _crawl_locked(opts, state_path, started, ran_at, progress)
-    except StoreError as exc:
-        if "waiting for the lock" in exc.message:
-            raise LogError(
-                f"another crawl of {log_dir} is still running",
-                advice="Wait for it to finish (crawls of one log are serialised).",
-            ) from None
-        raise
+    state_path = writer_state_path(log_dir, signer.name, opts.state_path)
+    with writer_lock(
+        log_dir,
+        opts.lock_timeout,
+        busy=f"another crawl of {log_dir} is still running",
+        advice="Wait for it to finish (crawls of one log are serialised).",
+    ):
+        return _crawl_locked(opts, state_path, started, ran_at, progress)
 
 
 def _crawl_locked(

@@ -31,14 +31,14 @@ from toolpin.crawl.runner import (
     _commit,
     _result,
     _select,
-    crawl_lock_path,
     log_outcomes,
     probe_all,
-    state_path_for,
+    writer_lock,
+    writer_state_path,
 )
 from toolpin.crawl.sources import Discovery
 from toolpin.crawl.state import CrawlState, reconcile
-from toolpin.errors import InputError, LogError, StoreError
+from toolpin.errors import InputError
 from toolpin.publog.note import Signer
 from toolpin.util.clock import utc_now
 
@@ -109,51 +109,39 @@ def append_observations(
 ) -> CrawlSummary:
     """Append the observations of ``batches`` to the log at ``log_dir`` (module doc)."""
     from toolpin.publog.tiles import TileLog
-    from toolpin.util.fs import locked
 
     started = time.monotonic()
     ran_at = utc_now()
     outcomes = read_batches(batches)  # all refused before anything is written
-    if log_dir.exists() and not log_dir.is_dir():
-        raise InputError(f"{log_dir} is not a directory")
-    if not log_dir.resolve().parent.is_dir():
-        raise InputError(f"the parent directory of {log_dir} does not exist")
-    state_file = state_path or state_path_for(log_dir, signer.name)
-    if state_file.resolve().is_relative_to(log_dir.resolve()):
-        raise InputError(
-            "the crawl state must not live inside the log directory (it would be published)"
-        )
+    state_file = writer_state_path(log_dir, signer.name, state_path)
     kept, dropped = apply_optout([o.candidate for o in outcomes], load_optout((log_dir,)))
     keep = {c.id for c in kept}
     chosen = [o for o in outcomes if o.candidate.id in keep]
     opts = CrawlOptions(log_dir=log_dir, signer=signer, after_append=after_append)
-    try:
-        with locked(crawl_lock_path(log_dir), timeout=lock_timeout):
-            log = TileLog.open(log_dir, signer.verifier)
-            with CrawlState.open(state_file) as state:
-                with state.transaction():
-                    state.bind_origin(signer.name)
-                replayed = reconcile(state, log)
-                results, size, appended = log_outcomes(log, state, chosen, opts, progress)
-                summary = CrawlSummary(
-                    ran_at=ran_at,
-                    duration_s=time.monotonic() - started,
-                    candidates=len(outcomes),
-                    opted_out=len(dropped),
-                    results=tuple(results),
-                    log_size=size,
-                    appended=appended,
-                    sources=(),
-                    replayed=replayed,
-                )
-                _commit(state, summary, Discovery(), dropped, ran_at)
-    except StoreError as exc:
-        if "waiting for the lock" in exc.message:
-            raise LogError(
-                f"a crawl or append of {log_dir} is still running",
-                advice="Wait for it to finish (writers of one log are serialised).",
-            ) from None
-        raise
+    with writer_lock(
+        log_dir,
+        lock_timeout,
+        busy=f"a crawl or append of {log_dir} is still running",
+        advice="Wait for it to finish (writers of one log are serialised).",
+    ):
+        log = TileLog.open(log_dir, signer.verifier)
+        with CrawlState.open(state_file) as state:
+            with state.transaction():
+                state.bind_origin(signer.name)
+            replayed = reconcile(state, log)
+            results, size, appended = log_outcomes(log, state, chosen, opts, progress)
+            summary = CrawlSummary(
+                ran_at=ran_at,
+                duration_s=time.monotonic() - started,
+                candidates=len(outcomes),
+                opted_out=len(dropped),
+                results=tuple(results),
+                log_size=size,
+                appended=appended,
+                sources=(),
+                replayed=replayed,
+            )
+            _commit(state, summary, Discovery(), dropped, ran_at)
     return summary
 
 

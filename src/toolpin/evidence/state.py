@@ -117,14 +117,9 @@ def load(home: Path, origin: str) -> Kept:
 
 
 def _write(home: Path, kept: Kept) -> None:
-    from toolpin.util.fs import atomic_write
+    from toolpin.util.fs import write_private_json
 
-    path = state_path(home, kept.origin)
-    data = json.dumps(kept.to_json(), sort_keys=True, indent=1).encode("utf-8") + b"\n"
-    try:
-        atomic_write(path, data, mode=0o600)
-    except OSError as exc:
-        raise StoreError(f"{path} cannot be written ({exc.strerror})") from None
+    write_private_json(state_path(home, kept.origin), kept.to_json())
 
 
 @contextlib.contextmanager

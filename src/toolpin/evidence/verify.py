@@ -72,6 +72,20 @@ def _width_at(size: int, level: int, index: int) -> int:
     return TILE_WIDTH if index < full else partial if index == full else 0
 
 
+def fetch_bundle(fetcher: Fetcher, rel: str, width: int) -> tuple[bytes, list[bytes]]:
+    """Fetch the entry bundle at ``rel`` and decode it: its bytes and its ``width``
+    entries (``tampered`` when it is not a bundle or holds another number of entries).
+    Proving the entries against a checkpoint is the caller's part."""
+    data = fetcher.get(rel, MAX_BUNDLE_BYTES, what=rel)
+    try:
+        entries = decode_bundle(data)
+    except LogError:
+        raise LogProblem("tampered", f"{rel} is not an entry bundle") from None
+    if len(entries) != width:
+        raise LogProblem("tampered", f"{rel} does not hold {width} entries")
+    return data, entries
+
+
 class RemoteTree:
     """The tree of a verified checkpoint, read from the published tiles on demand.
 
@@ -172,13 +186,7 @@ class RemoteTree:
 
     def _fetched_bundle(self, bundle: int) -> list[bytes]:
         rel, width = self._bundle_rel(bundle)
-        data = self.fetcher.get(rel, MAX_BUNDLE_BYTES, what=rel)
-        try:
-            entries = decode_bundle(data)
-        except LogError:
-            raise LogProblem("tampered", f"{rel} is not an entry bundle") from None
-        if len(entries) != width:
-            raise LogProblem("tampered", f"{rel} does not hold {width} entries")
+        data, entries = fetch_bundle(self.fetcher, rel, width)
         self._bundles[bundle] = entries
         self._raw[bundle] = data
         return entries
@@ -283,5 +291,6 @@ __all__ = [
     "bucket_consistent",
     "check_against_kept",
     "entry_value",
+    "fetch_bundle",
     "fetch_checkpoint",
 ]

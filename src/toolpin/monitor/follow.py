@@ -36,7 +36,13 @@ from typing import TYPE_CHECKING, Any, Final
 from toolpin.errors import InputError, LogError, StoreError
 from toolpin.evidence.errors import LogProblem
 from toolpin.evidence.fetch import Fetcher
-from toolpin.evidence.verify import RemoteTree, check_against_kept, entry_value, fetch_checkpoint
+from toolpin.evidence.verify import (
+    RemoteTree,
+    check_against_kept,
+    entry_value,
+    fetch_bundle,
+    fetch_checkpoint,
+)
 from toolpin.monitor import state as mstate
 from toolpin.monitor.source import open_source, renew
 from toolpin.publog.checkpoint import Checkpoint, open_checkpoint
@@ -49,7 +55,7 @@ from toolpin.publog.merkle import (
     verify_inclusion,
 )
 from toolpin.publog.note import Verifier
-from toolpin.publog.tiles import MAX_BUNDLE_BYTES, TILE_WIDTH, decode_bundle, entries_path
+from toolpin.publog.tiles import TILE_WIDTH, entries_path
 
 if TYPE_CHECKING:
     from toolpin.core.snapshot import Snapshot
@@ -151,13 +157,7 @@ class _Pass:
         width = min(TILE_WIDTH, size - n * TILE_WIDTH)
         rel = entries_path(n, width)
         renew(self.fetcher)
-        data = self.fetcher.get(rel, MAX_BUNDLE_BYTES, what=rel)
-        try:
-            entries = decode_bundle(data)
-        except LogError:
-            raise LogProblem("tampered", f"{rel} is not an entry bundle") from None
-        if len(entries) != width:
-            raise LogProblem("tampered", f"{rel} does not hold {width} entries")
+        _, entries = fetch_bundle(self.fetcher, rel, width)
         if not self.blocks.proven(n, [leaf_hash(e) for e in entries]):
             raise LogProblem(
                 "tampered", f"{rel} or the tiles above it do not match the signed checkpoint"

@@ -95,13 +95,9 @@ def load(path: Path, origin: str) -> MonitorState:
 
 def save(path: Path, state: MonitorState) -> None:
     """Write ``state`` atomically (call under :func:`locked_state`)."""
-    from toolpin.util.fs import atomic_write
+    from toolpin.util.fs import write_private_json
 
-    data = json.dumps(state.to_json(), sort_keys=True, indent=1).encode("utf-8") + b"\n"
-    try:
-        atomic_write(path, data, mode=0o600)
-    except OSError as exc:
-        raise StoreError(f"{path} cannot be written ({exc.strerror})") from None
+    write_private_json(path, state.to_json())
 
 
 @contextlib.contextmanager

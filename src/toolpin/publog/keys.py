@@ -26,6 +26,7 @@ __all__ = [
     "load_signer",
     "looks_like_log_dir",
     "read_key_text",
+    "require_key_name",
     "write_private_key",
 ]
 
@@ -34,14 +35,20 @@ def looks_like_log_dir(directory: Path) -> bool:
     return (directory / "checkpoint").exists() or (directory / "tile").is_dir()
 
 
+def require_key_name(name: str, what: str, example: str) -> None:
+    """Refuse ``name`` as a key name (``what``: "the origin", "the witness name") unless
+    it is non-empty, without spaces or '+'; ``example`` is the advice's schemeless URL."""
+    if not valid_key_name(name):
+        raise LogError(
+            f"{what} must be non-empty, without spaces or '+'",
+            advice=f"Use a schemeless URL such as {example}.",
+        )
+
+
 def generate_key(origin: str, path: str | Path) -> str:
     """Write a new signer key for log ``origin`` to ``path`` (mode 0600) and return the
     verifier key text. Refuses to overwrite an existing file or to write into a log dir."""
-    if not valid_key_name(origin):
-        raise LogError(
-            "the origin must be non-empty, without spaces or '+'",
-            advice="Use a schemeless URL such as example.com/mcp-log.",
-        )
+    require_key_name(origin, "the origin", "example.com/mcp-log")
     signer = Signer.generate(origin)
     write_private_key(path, signer.text)
     return signer.verifier.text

@@ -116,14 +116,31 @@ def proof_text(
     return "\n".join(lines) + "\n\n" + checkpoint_note
 
 
-def parse_proof(text: str) -> TlogProof:
-    """Parse a tlog-proof text (no verification)."""
+def _split_proof(text: str, header: str) -> tuple[list[str], str]:
+    """A proof text's lines above the empty line (the first is ``header``), and the
+    checkpoint note below it."""
     head, sep, note = text.partition("\n\n")
     if not sep:
         raise ProofError("malformed proof: no empty line before the checkpoint")
     lines = head.split("\n")
-    if lines[0] != PROOF_HEADER:
-        raise ProofError(f"malformed proof: the first line is not {PROOF_HEADER}")
+    if lines[0] != header:
+        raise ProofError(f"malformed proof: the first line is not {header}")
+    return lines, note
+
+
+def _proof_hashes(hashes: list[str], most: int) -> tuple[bytes, ...]:
+    """A proof's hash lines, decoded: at most ``most``, each 32 bytes."""
+    if len(hashes) > most:
+        raise ProofError("malformed proof: too many hashes")
+    path = tuple(_unb64(h, "a proof hash") for h in hashes)
+    if any(len(h) != HASH_SIZE for h in path):
+        raise ProofError("malformed proof: a proof hash is not 32 bytes")
+    return path
+
+
+def parse_proof(text: str) -> TlogProof:
+    """Parse a tlog-proof text (no verification)."""
+    lines, note = _split_proof(text, PROOF_HEADER)
     position = 1
     extra = None
     if position < len(lines) and lines[position].startswith("extra "):
@@ -139,12 +156,7 @@ def parse_proof(text: str) -> TlogProof:
         or len(index_text) > 19
     ):
         raise ProofError("malformed proof: the index is not a decimal without leading zeroes")
-    hashes = lines[position + 1 :]
-    if len(hashes) > MAX_PROOF_HASHES:
-        raise ProofError("malformed proof: too many hashes")
-    path = tuple(_unb64(h, "a proof hash") for h in hashes)
-    if any(len(h) != HASH_SIZE for h in path):
-        raise ProofError("malformed proof: a proof hash is not 32 bytes")
+    path = _proof_hashes(lines[position + 1 :], MAX_PROOF_HASHES)
     return TlogProof(index=int(index_text), path=path, checkpoint_note=note, extra=extra)
 
 
@@ -245,12 +257,7 @@ def is_consistency_proof(text: str) -> bool:
 
 def parse_consistency_proof(text: str) -> ConsistencyProof:
     """Parse a consistency-proof text (no verification)."""
-    head, sep, note = text.partition("\n\n")
-    if not sep:
-        raise ProofError("malformed proof: no empty line before the checkpoint")
-    lines = head.split("\n")
-    if lines[0] != CONSISTENCY_HEADER:
-        raise ProofError(f"malformed proof: the first line is not {CONSISTENCY_HEADER}")
+    lines, note = _split_proof(text, CONSISTENCY_HEADER)
     if len(lines) < 2 or not lines[1].startswith("old "):
         raise ProofError("malformed proof: no old checkpoint line")
     encoded = lines[1][len("old ") :]
@@ -260,12 +267,7 @@ def parse_consistency_proof(text: str) -> ConsistencyProof:
         old_note = _unb64(encoded, "the old checkpoint").decode("utf-8")
     except UnicodeDecodeError:
         raise ProofError("malformed proof: the old checkpoint is not UTF-8") from None
-    hashes = lines[2:]
-    if len(hashes) > MAX_CONSISTENCY_HASHES:
-        raise ProofError("malformed proof: too many hashes")
-    path = tuple(_unb64(h, "a proof hash") for h in hashes)
-    if any(len(h) != HASH_SIZE for h in path):
-        raise ProofError("malformed proof: a proof hash is not 32 bytes")
+    path = _proof_hashes(lines[2:], MAX_CONSISTENCY_HASHES)
     return ConsistencyProof(old_note, path, note)
 
 

@@ -128,13 +128,13 @@ class Bucket:
         except BotoCoreError as exc:
             raise self._fail(exc, what) from None
 
-    def get(self, rel: str, cap: int) -> bytes | None:
-        """The bytes of ``rel`` (``None`` when absent); refuses one over ``cap`` bytes."""
+    def _read(self, what: str, method: str, rel: str) -> Any:
+        """The response of the read ``method`` (``get_object``, ``head_object``) on
+        ``rel``; ``None`` when there is no such object (HTTP 404)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        what = f"reading {rel}"
         try:
-            response = self.client.get_object(
+            return getattr(self.client, method)(
                 Bucket=self.location.bucket, Key=self.location.key(rel)
             )
         except ClientError as exc:
@@ -143,6 +143,15 @@ class Bucket:
             raise self._fail(exc, what) from None
         except BotoCoreError as exc:
             raise self._fail(exc, what) from None
+
+    def get(self, rel: str, cap: int) -> bytes | None:
+        """The bytes of ``rel`` (``None`` when absent); refuses one over ``cap`` bytes."""
+        from botocore.exceptions import BotoCoreError
+
+        what = f"reading {rel}"
+        response = self._read(what, "get_object", rel)
+        if response is None:
+            return None
         body = response["Body"]
         try:
             if int(response.get("ContentLength", 0)) > cap:
@@ -157,18 +166,9 @@ class Bucket:
         return data
 
     def head(self, rel: str) -> ObjectInfo | None:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            response = self.client.head_object(
-                Bucket=self.location.bucket, Key=self.location.key(rel)
-            )
-        except ClientError as exc:
-            if self._status(exc) == 404:
-                return None
-            raise self._fail(exc, f"looking up {rel}") from None
-        except BotoCoreError as exc:
-            raise self._fail(exc, f"looking up {rel}") from None
+        response = self._read(f"looking up {rel}", "head_object", rel)
+        if response is None:
+            return None
         meta = response.get("Metadata") or {}
         return ObjectInfo(
             etag=str(response.get("ETag", "")).strip('"'),

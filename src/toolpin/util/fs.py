@@ -212,6 +212,18 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, sync: bool = Tru
         fsync_dir(directory)
 
 
+def write_private_json(path: Path, value: object) -> None:
+    """Replace ``path`` atomically with ``value`` as sorted, indented JSON, mode 0600 (a
+    state file); ``StoreError`` when it cannot be written."""
+    import json
+
+    data = json.dumps(value, sort_keys=True, indent=1).encode("utf-8") + b"\n"
+    try:
+        atomic_write(path, data, mode=0o600)
+    except OSError as exc:
+        raise StoreError(f"{path} cannot be written ({exc.strerror})") from None
+
+
 def fsync_dir(directory: Path) -> None:
     """fsync a directory so a rename inside it survives a crash (no-op where unsupported)."""
     if os.name != "posix":

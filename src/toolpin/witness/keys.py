@@ -10,19 +10,15 @@ from pathlib import Path
 
 from toolpin.errors import LogError
 from toolpin.publog.cosignature import WitnessSigner
-from toolpin.publog.keys import read_key_text, write_private_key
-from toolpin.publog.note import NoteError, valid_key_name
+from toolpin.publog.keys import read_key_text, require_key_name, write_private_key
+from toolpin.publog.note import NoteError
 
 __all__ = ["generate_witness_key", "load_witness_signer"]
 
 
 def generate_witness_key(name: str, path: str | Path) -> str:
     """Write a new witness key named ``name`` to ``path``; return its verifier key text."""
-    if not valid_key_name(name):
-        raise LogError(
-            "the witness name must be non-empty, without spaces or '+'",
-            advice="Use a schemeless URL such as witness.example.com/w1.",
-        )
+    require_key_name(name, "the witness name", "witness.example.com/w1")
     signer = WitnessSigner.generate(name)
     write_private_key(path, signer.text)
     return signer.key.text

@@ -213,7 +213,9 @@
     }
     var witnessed = document.querySelector("script[data-policy]"); // built with a policy
     if (witnessed && !window.toolpinWitnessed) fail("the witness check did not load");
-    if (witnessed) await window.toolpinWitnessed(note); // witness.js: the current checkpoint
+    if (witnessed) { // witness.js: the current checkpoint
+      await window.toolpinWitnessed(note, { b64: b64, hex: hex, concat: concat });
+    }
     var by = ", signed by " + name + (witnessed ? " and cosigned by its witness quorum." : ".");
     if (proven.size === size) {
       say(true, "Entry " + index + " verified against checkpoint " + size + " (the current one)" + by);

@@ -11,25 +11,6 @@
   var enc = new TextEncoder();
 
   function fail(message) { throw new Error(message); }
-  function b64(value) {
-    var bin = atob(value);
-    var out = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-    return out;
-  }
-  function hex(bytes) {
-    return Array.prototype.map.call(bytes, function (b) {
-      return ("0" + b.toString(16)).slice(-2);
-    }).join("");
-  }
-  function concat(parts) {
-    var length = 0;
-    parts.forEach(function (p) { length += p.length; });
-    var out = new Uint8Array(length);
-    var at = 0;
-    parts.forEach(function (p) { out.set(p, at); at += p.length; });
-    return out;
-  }
   function bigTime(bytes) { // 8 bytes, big-endian, as a decimal string (no precision loss)
     var value = BigInt(0);
     for (var i = 0; i < 8; i++) value = value * BigInt(256) + BigInt(bytes[i]);
@@ -37,7 +18,9 @@
   }
 
   // name -> true when that witness's cosignature over the checkpoint body verifies.
-  async function cosigned(policy, note) {
+  // ``bytes``: verify.js's b64, hex and concat (one copy of each, in verify.js).
+  async function cosigned(policy, note, bytes) {
+    var b64 = bytes.b64, hex = bytes.hex, concat = bytes.concat;
     var sep = note.indexOf("\n\n");
     if (sep < 0) fail("the checkpoint is not a signed note");
     var body = note.slice(0, sep + 1);
@@ -74,10 +57,10 @@
     return count >= group.threshold;
   }
 
-  window.toolpinWitnessed = async function (note) {
+  window.toolpinWitnessed = async function (note, bytes) {
     var policy = JSON.parse(text);
     if (policy.quorum === "none") return;
-    var found = await cosigned(policy, note);
+    var found = await cosigned(policy, note, bytes);
     if (!satisfied(policy, policy.quorum, found)) {
       var names = Object.keys(found);
       fail("the checkpoint lacks the witness quorum of this site's policy (" +
