@@ -83,6 +83,8 @@ def test_serve_a_bucket_log_with_its_metadata_and_monitor_it(
         for target in ("/.toolpin.lock", "/../secret.txt", "/%2e%2e/secret.txt", "/missing"):
             assert served.get(target)[0] == 404, target
         assert served.request("PUT", "/checkpoint", body=b"x")[0] == 405
+        s3.put_object(Bucket=bucket, Key="log/huge.html", Body=b"x" * (64 << 20 | 1))
+        assert served.get("/huge.html")[0] == 503  # over the cap: not served, not "absent"
 
         home = tmp_path / "home"
         first = toolpin(home, "log", "monitor", "--log", served.url, "--vkey", log_key.vkey)
@@ -96,6 +98,13 @@ def test_serve_a_bucket_log_with_its_metadata_and_monitor_it(
         assert second.returncode == 0, second.stdout + second.stderr
         passed = json.loads(second.stdout.splitlines()[-1])
         assert passed["event"] == "pass" and passed["size"] == 6, passed
+
+
+def test_a_bucket_without_a_log_is_refused_at_start(tmp_path: Path, bucket: str) -> None:
+    for where in (f"s3://{bucket}/nothing", "s3://no-such-bucket-here/log"):
+        done = toolpin(tmp_path / "home", "log", "serve", "--dir", where)
+        assert done.returncode == 2, done.stderr
+        assert "holds no checkpoint" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_prove_and_verify_proof_from_a_bucket(

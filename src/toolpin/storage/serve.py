@@ -22,6 +22,9 @@ site's in-browser verifier), so the server is trusted for availability only.
   are the object's own metadata (what ``log publish`` and ``log site --out s3://`` set).
   Without ``_headers`` (a bare log) the log's defaults apply. Every answer carries
   ``nosniff``.
+* **A bucket that cannot be read** (unreachable, refused, an object over its cap) is 503,
+  never 404: a reader must not take an outage for an absent file. One that cannot be
+  reached at start-up, or holds no ``checkpoint``, is refused (exit 2).
 * **ETag / If-None-Match**: the ETag is the content's SHA-256 (a bucket: its ``sha256``
   metadata, else its S3 ETag); a match is 304 without a body.
 * **Host**: the ``Host`` header must be one of the server's own names (its loopback names
@@ -166,15 +169,15 @@ class BucketSource:
 
         self.bucket = Bucket(parse_bucket_url(url))
         self.name = self.bucket.url
+        # unreachable, no credentials: a StoreError; no such bucket or no log there: refused
+        if self.bucket.head("checkpoint") is None:
+            raise InputError(f"{self.name} holds no checkpoint: there is no log to serve there")
 
     def get(self, rel: str) -> Found | None:
-        from toolpin.errors import StoreError
-
+        """The object ``rel`` (``None``: absent); a read that fails raises
+        :class:`~toolpin.errors.StoreError` (the server answers 503, never 404)."""
         cap = log_file_cap(rel) if is_log_file(rel) else MAX_FILE_BYTES
-        try:
-            found = self.bucket.fetch(rel, cap)
-        except StoreError:
-            return None
+        found = self.bucket.fetch(rel, cap)
         if found is None:
             return None
         data, info = found
@@ -182,7 +185,12 @@ class BucketSource:
         return Found(data, digest, info.cache_control, info.content_type)
 
     def headers_text(self) -> str | None:
-        found = self.get(HEADERS_FILE)
+        from toolpin.errors import StoreError
+
+        try:
+            found = self.get(HEADERS_FILE)
+        except StoreError:
+            return None
         if found is None or len(found.data) > MAX_HEADERS_BYTES:
             return None
         return found.data.decode("utf-8", "replace")
@@ -381,8 +389,14 @@ def _handler(owner: LogServer) -> type[BaseHTTPRequestHandler]:
         def _answer(self) -> None:
             if not self._checked():
                 return
+            from toolpin.errors import StoreError
+
             rel = request_rel(self.path)
-            found = owner.source.get(rel) if rel is not None else None
+            try:
+                found = owner.source.get(rel) if rel is not None else None
+            except StoreError:  # the bucket could not be read: not an absent file
+                self._plain(503, "the store could not be read")
+                return
             if rel is None or found is None:
                 self._plain(404, "not found")
                 return
