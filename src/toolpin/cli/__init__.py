@@ -88,6 +88,7 @@ def _register_commands() -> None:
     log.log_group.add_command(witness.witness_group)
     log.log_group.add_command(crawl.append_cmd)
     log.log_group.add_command(storage.publish_cmd)
+    log.log_group.add_command(storage.serve_cmd)
     for command in (
         offline.pin,
         offline.check,

@@ -14,7 +14,6 @@ import click
 from toolpin.cli.output_options import json_option
 from toolpin.cli.publog_options import (
     VKEY_HELP,
-    log_dir_option,
     log_dir_or_bucket_option,
     pinned_vkey_option,
     policy_option,
@@ -176,7 +175,7 @@ def verify(
 
 
 @log_group.command("prove")
-@log_dir_option
+@log_dir_or_bucket_option
 @click.option("--entry", "index", default=None, type=click.IntRange(min=0), help="Entry index.")
 @click.option(
     "--since",
@@ -190,21 +189,25 @@ def prove(log_dir: str, index: int | None, since: str | None, vkey: str | None) 
     older checkpoint to the current one (--since); both check with verify-proof."""
     from toolpin.publog.proof import make_consistency_proof, make_proof
     from toolpin.publog.tiles import TileLog
+    from toolpin.storage import is_bucket_url
+    from toolpin.storage.workspace import readable_log
 
     if (index is None) == (since is None):
         raise click.UsageError("give exactly one of --entry and --since")
     verifier = _verifier(vkey) if vkey else None
     old_note = _read_text(since, "the kept checkpoint") if since is not None else None
-    if not Path(log_dir).is_dir():
+    if not is_bucket_url(log_dir) and not Path(log_dir).is_dir():
         raise InputError(f"the log directory {log_dir} does not exist")
-    log = TileLog.open(log_dir, verifier)
-    if log.checkpoint is None:
-        raise LogError(f"{log_dir} has no checkpoint")
-    if old_note is not None:
-        click.echo(make_consistency_proof(log, old_note, verifier=verifier), nl=False)
-        return 0
-    assert index is not None
-    click.echo(make_proof(log, index, verifier=verifier), nl=False)
+    with readable_log(log_dir) as local:
+        log = TileLog.open(local, verifier)
+        if log.checkpoint is None:
+            raise LogError(f"{log_dir} has no checkpoint")
+        if old_note is not None:
+            text = make_consistency_proof(log, old_note, verifier=verifier)
+        else:
+            assert index is not None
+            text = make_proof(log, index, verifier=verifier)
+    click.echo(text, nl=False)
     return 0
 
 
@@ -212,7 +215,12 @@ def prove(log_dir: str, index: int | None, since: str | None, vkey: str | None) 
 @pinned_vkey_option
 @click.option("--proof", "proof_file", required=True, help="The tlog-proof file.")
 @click.option("--entry-file", default=None, help="The entry's exact bytes.")
-@click.option("--log", "log_dir", default=None, help="Read the entry from this log directory.")
+@click.option(
+    "--log",
+    "log_dir",
+    default=None,
+    help="Read the entry from this log directory (or s3://bucket/prefix).",
+)
 @click.option(
     "--since",
     "since",
@@ -263,9 +271,11 @@ def verify_proof_cmd(
     else:
         assert log_dir is not None
         from toolpin.publog.proof import verify_proof_in_log
+        from toolpin.storage.workspace import readable_log
 
         try:
-            proven, current = verify_proof_in_log(text, log_dir, verifier, policy=policy)
+            with readable_log(log_dir) as local:
+                proven, current = verify_proof_in_log(text, local, verifier, policy=policy)
         except LogError as exc:
             click.echo(f"FAILED: {exc.message}")
             return 1

@@ -33,3 +33,48 @@ def publish_cmd(log_dir: str, vkey: str, dest: str, as_json: bool) -> int:
     else:
         click.echo(result.summary_line())
     return 0 if result.ok else 1
+
+
+@click.command("serve")
+@click.option(
+    "--dir",
+    "where",
+    required=True,
+    help="What to serve: the folder `log site --out` wrote (or a log folder), or "
+    "s3://bucket/prefix.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option(
+    "--port",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="The port (0: any free one; the URL is printed).",
+)
+@click.option("--public", is_flag=True, help="Allow a non-loopback listening address.")
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    help="Another Host value to answer to (HOST:PORT, as clients send it); repeatable.",
+)
+def serve_cmd(where: str, host: str, port: int, public: bool, allow_hosts: tuple[str, ...]) -> int:
+    """Serve a published log and site read-only over HTTP until interrupted.
+
+    GET and HEAD only, no directory listings, no links followed; each path gets the
+    headers the site's _headers gives it (from a bucket: the object's own Cache-Control
+    and Content-Type), an ETag, and 304 for If-None-Match. Loopback unless --public."""
+    import sys
+
+    from toolpin.storage.serve import LogServer, open_source
+
+    server = LogServer(open_source(where), host, port, public=public, allowed_hosts=allow_hosts)
+    click.echo(f"serving {server.source.name} at {server.url}")
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    return 0

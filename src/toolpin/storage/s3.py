@@ -39,6 +39,7 @@ class ObjectInfo:
     size: int
     sha256: str | None = None
     cache_control: str | None = None
+    content_type: str | None = None
 
 
 def md5_etag(data: bytes) -> str:
@@ -146,6 +147,13 @@ class Bucket:
 
     def get(self, rel: str, cap: int) -> bytes | None:
         """The bytes of ``rel`` (``None`` when absent); refuses one over ``cap`` bytes."""
+        found = self.fetch(rel, cap)
+        return None if found is None else found[0]
+
+    def fetch(self, rel: str, cap: int) -> tuple[bytes, ObjectInfo] | None:
+        """The bytes of ``rel`` and what its GET said of it (ETag, ``Cache-Control``,
+        ``Content-Type``, the ``sha256`` metadata); ``None`` when absent; refuses one over
+        ``cap`` bytes."""
         from botocore.exceptions import BotoCoreError
 
         what = f"reading {rel}"
@@ -163,19 +171,13 @@ class Bucket:
             body.close()
         if len(data) > cap:
             raise StoreError(f"{self.url}: {rel} is larger than any valid file of its kind")
-        return data
+        return data, _info(response, len(data))
 
     def head(self, rel: str) -> ObjectInfo | None:
         response = self._read(f"looking up {rel}", "head_object", rel)
         if response is None:
             return None
-        meta = response.get("Metadata") or {}
-        return ObjectInfo(
-            etag=str(response.get("ETag", "")).strip('"'),
-            size=int(response.get("ContentLength", 0)),
-            sha256=meta.get(SHA256_META),
-            cache_control=response.get("CacheControl"),
-        )
+        return _info(response, int(response.get("ContentLength", 0)))
 
     def list(self) -> dict[str, ObjectInfo]:
         """Every object under the prefix, by name relative to it."""
@@ -233,6 +235,17 @@ class Bucket:
     def delete(self, rel: str, *, if_match: str | None = None) -> None:
         extra = {"IfMatch": f'"{if_match}"'} if if_match is not None else {}
         self._call(f"deleting {rel}", "delete_object", Key=self.location.key(rel), **extra)
+
+
+def _info(response: dict[str, Any], size: int) -> ObjectInfo:
+    meta = response.get("Metadata") or {}
+    return ObjectInfo(
+        etag=str(response.get("ETag", "")).strip('"'),
+        size=size,
+        sha256=meta.get(SHA256_META),
+        cache_control=response.get("CacheControl"),
+        content_type=response.get("ContentType"),
+    )
 
 
 def _b64_md5(data: bytes) -> str:

@@ -17,29 +17,19 @@ fixed words (see :mod:`toolpin.witness.cosigner`).
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 import threading
 from collections.abc import Callable, Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
 from toolpin.errors import InputError
+from toolpin.util.httpserve import is_loopback, listen, own_hosts, require_loopback, shown_host
 from toolpin.witness.cosigner import MAX_REQUEST_BYTES, TEXT_TYPE, Answer, Witness
 
 PATH: Final = "/add-checkpoint"
 READ_TIMEOUT: Final = 15.0
 
 __all__ = ["PATH", "WitnessServer", "is_loopback", "parse_listen"]
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -52,14 +42,6 @@ def parse_listen(text: str) -> tuple[str, int]:
     if not host:
         raise InputError("--listen takes HOST:PORT (e.g. 127.0.0.1:7380)")
     return host, int(port_text)
-
-
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 128  # the default 5 resets connections a busy log opens at once
-
-
-class _V6Server(_Server):
-    address_family = socket.AF_INET6
 
 
 class WitnessServer:
@@ -75,26 +57,14 @@ class WitnessServer:
         allowed_hosts: Iterable[str] = (),
         log: Callable[[str], None] | None = None,
     ) -> None:
-        if not public and not is_loopback(host):
-            raise InputError(
-                f"refusing to listen on {host}, which is not a loopback address",
-                advice="Pass --public to serve other machines (behind a TLS front end).",
-            )
+        require_loopback(host, public)
         self.witness = witness
         self.host = host
         self.log = log
-        server_class = _V6Server if ":" in host else _Server
-        try:
-            self.server = server_class((host, port), _handler(self))
-        except OSError as exc:
-            raise InputError(f"cannot listen on {host}:{port} ({exc.strerror})") from None
-        self.server.daemon_threads = True
+        allowed_hosts = tuple(allowed_hosts)
+        self.server = listen(host, port, _handler(self), max_clients=None)
         self.port = int(self.server.server_address[1])
-        shown = f"[{host}]" if ":" in host else host
-        names = {"localhost", "127.0.0.1", "[::1]", shown}
-        hosts = {f"{n}:{self.port}" for n in names}
-        hosts.update(h.lower() for h in allowed_hosts)
-        self.hosts = frozenset(hosts)
+        self.hosts = own_hosts(host, self.port, allowed_hosts)
         self.origins = frozenset(f"http://{h}" for h in self.hosts) | frozenset(
             f"https://{h}" for h in allowed_hosts
         )
@@ -102,8 +72,7 @@ class WitnessServer:
 
     @property
     def url(self) -> str:
-        shown = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{shown}:{self.port}"
+        return f"http://{shown_host(self.host)}:{self.port}"
 
     def serve_forever(self) -> None:
         self.server.serve_forever(poll_interval=0.2)
