@@ -519,8 +519,14 @@ def build_site(
                 )
         else:
             writer = SiteWriter(staging, state=kept, manifest=False, fresh=True)
+        later: list[Callable[[], None]] = []  # run while the servers are built
         view = read_verified(
-            log_dir, vkey, state=state, kept=None if cache is None else cache / KEPT, code=code
+            log_dir,
+            vkey,
+            state=state,
+            kept=None if cache is None else cache / KEPT,
+            code=code,
+            later=later,
         )
         if inputs is None or view.checkpoint.note != note:
             raise UnverifiedLogError("the log changed while it was being read; build again")
@@ -541,6 +547,7 @@ def build_site(
             cache=(cache, code),
             proofs=proofs,
             policy=policy,
+            later=later,
         )
         if staging is not None:
             if out.is_dir():
@@ -564,6 +571,7 @@ def _build(
     cache: tuple[Path | None, str],
     proofs: _Proofs,
     policy: Policy | None = None,
+    later: Iterable[Callable[[], None]] = (),
 ) -> BuildResult:
     from toolpin.site import api, digests, feeds
 
@@ -575,6 +583,8 @@ def _build(
     context: dict[str, Any] = {"checkpoint": view.checkpoint, "base_url": base_url}
 
     def the_log() -> None:  # while the servers are built (in other processes when many)
+        for step in later:  # (the verified reading, kept for the next build)
+            step()
         _copy_log(view, writer, proofs.history, proofs.source.levels)
         api.write_history(writer, view, proofs.history)
         for name in STATIC_FILES:

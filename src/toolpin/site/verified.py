@@ -4,7 +4,7 @@ A full build audits the whole log (:func:`toolpin.site.model.read_log`:
 :func:`toolpin.publog.verify.verify_log`, every entry decoded, every blob hashed) and
 reads every entry into server histories. Most of a daily build's time was that, for
 entries the last build had already verified. So a build with a work cache keeps its
-reading of the log in ``<cache>/verified.json``: the signed checkpoint it verified, every
+reading of the log in ``<cache>/verified/reading.json``: the signed checkpoint it verified, every
 leaf hash of the tree at that checkpoint, and what it read of each entry (the version
 fields the pages use, the reports' reading). The next build uses it only when all of
 this holds, else it audits the whole log as before:
@@ -35,6 +35,7 @@ one that cannot be read, or was written by other code, is ignored.
 from __future__ import annotations
 
 import binascii
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from toolpin.publog.checkpoint import Checkpoint
 
 FORMAT: Final = 1
-FILE: Final = "verified.json"
+FILE: Final = "verified/reading.json"
 MAX_BYTES: Final = 1 << 31
 """The largest kept reading read back (a larger one is ignored)."""
 
@@ -69,12 +70,19 @@ class _Stale(Exception):
 
 
 def read_verified(
-    log_dir: Path, vkey: Verifier, *, state: Path | None, kept: Path | None, code: str
+    log_dir: Path,
+    vkey: Verifier,
+    *,
+    state: Path | None,
+    kept: Path | None,
+    code: str,
+    later: list[Callable[[], None]] | None = None,
 ) -> LogView:
     """:func:`toolpin.site.model.read_log`, from the reading kept in ``kept`` when it is
     bound to a checkpoint this log extends (see the module doc); the reading of this build
-    is kept there for the next one. ``code``: toolpin's code digest (other code: the kept
-    reading is ignored)."""
+    is kept there for the next one (by the step appended to ``later``, when given: the
+    caller runs it while other work goes on). ``code``: toolpin's code digest (other
+    code: the kept reading is ignored)."""
     from toolpin.core.acyclic import collector_paused
 
     with collector_paused():  # what is read holds no cycle (:mod:`toolpin.core.acyclic`)
@@ -88,7 +96,11 @@ def read_verified(
     if view is None:
         view = read_log(log_dir, vkey, state=state)
     if kept is not None and (reading is None or reading.checkpoint.size != view.checkpoint.size):
-        _save(kept, code, view)
+        path, done = kept, view
+        if later is None:
+            _save(path, code, done)
+        else:
+            later.append(lambda: _save(path, code, done))
     return view
 
 
