@@ -3,7 +3,7 @@
 Usage (from the repository root)::
 
     PYTHONPATH=src python bench/bench_site.py [--servers 20000] [--entries 100000]
-        [--new 1000] [--dir DIR]
+        [--new 1000] [--dir DIR] [--reuse DIR]
 
 The log is written with the crawler's own record code (one entry per new or changed
 surface, definitions in blobs): every server is first recorded once, then the remaining
@@ -20,6 +20,14 @@ the first build and after the incremental one (the file system's state, see
 :func:`_create_probe`). Baseline, in the same run: ``verify_log`` of
 the same log, which every build must do first. Prints figures only; asserts nothing. The
 work folder is removed at the end unless --dir is given.
+
+``--reuse DIR`` keeps the generated log between runs (writing it takes about as long as
+the builds): ``DIR/log-<servers>-<entries>`` (the log before the append) and
+``DIR/log-<servers>-<entries+new>`` (after it) are written once, by the same seeded plan;
+each run copies the first into its work folder (hard links: the log's files are replaced
+atomically, never written in place) and, for the append, brings in the files that the
+second has and the first lacks or holds differently (what ``TileLog.append`` would have
+written), so the builds see the same log, in the same folder, as in a run that writes it.
 """
 
 from __future__ import annotations
@@ -136,6 +144,57 @@ class BenchLog:
         self.done = upto
 
 
+def _staged_logs(
+    reuse: Path, servers: int, entries: int, new: int, signer: Signer
+) -> tuple[Path, Path]:
+    """The two kept logs of ``--reuse`` (written here when absent)."""
+    before = reuse / f"log-{servers}-{entries}"
+    after = reuse / f"log-{servers}-{entries + new}"
+    if (before / "checkpoint").exists() and (after / "checkpoint").exists():
+        return before, after
+    reuse.mkdir(parents=True, exist_ok=True)
+    for folder in (before, after):
+        shutil.rmtree(folder, ignore_errors=True)
+    started = time.perf_counter()
+    log = BenchLog(before, servers, entries + new, signer)
+    log.write(entries)
+    shutil.copytree(before, after, copy_function=shutil.copy2)
+    log.path, log.log, log.blobs = after, TileLog.open(after), BlobStore(after)
+    log.write(entries + new)
+    print(f"wrote the kept logs into {reuse} in {time.perf_counter() - started:.1f} s")
+    return before, after
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    """``target``: ``source``'s files, hard-linked."""
+    shutil.copytree(source, target, copy_function=os.link)
+
+
+def _grow(source: Path, target: Path) -> None:
+    """Bring ``target`` to ``source``: the files it lacks, or holds with other bytes
+    (replaced, as the log replaces them), the checkpoint last; none is removed (an
+    append removes only stray partial files, which these logs do not have)."""
+    later: list[Path] = []
+    for path in sorted(source.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(source)
+        there = target / rel
+        if rel.as_posix() == "checkpoint":
+            later.append(path)
+            continue
+        if there.exists() and there.read_bytes() == path.read_bytes():
+            continue
+        there.parent.mkdir(parents=True, exist_ok=True)
+        tmp = there.with_name(there.name + ".tmp")
+        shutil.copy2(path, tmp)
+        os.replace(tmp, there)
+    for path in later:
+        tmp = target / "checkpoint.tmp"
+        shutil.copy2(path, tmp)
+        os.replace(tmp, target / "checkpoint")
+
+
 def _kernel_caches() -> str:
     """How many inodes and dentries the kernel holds (Linux): creating a file walks hash
     chains whose length grows with them, so a build on a machine that has created
@@ -190,6 +249,9 @@ def main() -> None:
         "--new", type=int, default=1000, help="entries appended before the incremental build"
     )
     parser.add_argument("--dir", default=None, help="a new folder to work in (kept)")
+    parser.add_argument(
+        "--reuse", default=None, help="a folder that keeps the generated log between runs"
+    )
     args = parser.parse_args()
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-site-"))
     signer = Signer.from_seed("bench.example/log", b"\x07" * 32)
@@ -198,12 +260,19 @@ def main() -> None:
         if (log_dir / "checkpoint").exists():
             raise SystemExit(f"{log_dir} exists: give a new --dir (the log is written in stages)")
         started = time.perf_counter()
-        log = BenchLog(log_dir, args.servers, args.entries + args.new, signer)
-        log.write(args.entries)
-        print(
-            f"wrote the log: {args.entries:,} entries, {args.servers:,} servers "
-            f"in {time.perf_counter() - started:.1f} s (setup, not measured)"
-        )
+        kept_logs = None
+        if args.reuse:
+            kept_logs = _staged_logs(Path(args.reuse), args.servers, args.entries, args.new, signer)
+            work.mkdir(parents=True, exist_ok=True)
+            _link_tree(kept_logs[0], log_dir)
+            print(f"the log: {args.entries:,} entries, {args.servers:,} servers, from {args.reuse}")
+        else:
+            log = BenchLog(log_dir, args.servers, args.entries + args.new, signer)
+            log.write(args.entries)
+            print(
+                f"wrote the log: {args.entries:,} entries, {args.servers:,} servers "
+                f"in {time.perf_counter() - started:.1f} s (setup, not measured)"
+            )
         started = time.perf_counter()
         result = verify_log(log_dir, signer.verifier)
         baseline = time.perf_counter() - started
@@ -219,7 +288,10 @@ def main() -> None:
 
         _timed("full build (empty folder, empty cache)", build, baseline)
         _timed("unchanged rebuild", build, baseline)
-        log.write(args.entries + args.new)
+        if kept_logs is not None:
+            _grow(kept_logs[1], log_dir)
+        else:
+            log.write(args.entries + args.new)
         print(f"appended {args.new:,} entries (now {args.entries + args.new:,})")
         _timed("incremental build (the grown log, cache kept)", build, baseline)
         _timed("unchanged rebuild", build, baseline)

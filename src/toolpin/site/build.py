@@ -14,7 +14,7 @@ import importlib
 import importlib.resources
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -23,7 +23,7 @@ import jinja2
 from markupsafe import Markup
 
 from toolpin.core.snapshot import Snapshot
-from toolpin.errors import InputError
+from toolpin.errors import InputError, LogError
 from toolpin.publog.note import Verifier
 from toolpin.site.badge import Badge, badge_for
 from toolpin.site.cache import WorkCache, shard_of
@@ -50,11 +50,12 @@ from toolpin.site.model import (
     UnverifiedLogError,
     Version,
     parse_time,
-    read_log,
 )
 from toolpin.site.output import SiteWriter, state_path
 from toolpin.site.pages import ServerPage
 from toolpin.site.render import CSP, environment, site_path
+from toolpin.site.verified import FILE as KEPT
+from toolpin.site.verified import read_verified
 
 if TYPE_CHECKING:
     from toolpin.publog.policy import Policy
@@ -229,14 +230,18 @@ def _link_blobs(
     return linked
 
 
-def _copy_log(view: LogView, writer: SiteWriter, history: History) -> None:
+def _copy_log(
+    view: LogView, writer: SiteWriter, history: History, raw_levels: Sequence[Sequence[bytes]]
+) -> None:
     """The log beside the site: checkpoint, tiles and entry bundles (C2SP paths; the
     blobs are :func:`_blobs`'), and the partial tiles and bundles of every checkpoint the
     site published before (a partial tile never changes either: it is the first ``width``
     hashes or entries of its tile; the API links an entry's bundle at the checkpoint its
     proof names, so the link never moves). A partial file the log no longer has is cut
     from the tile that holds it now."""
+    from toolpin.publog.merkle import leaf_hash
     from toolpin.publog.tiles import (
+        TILE_HEIGHT,
         TILE_WIDTH,
         decode_bundle,
         encode_bundle,
@@ -255,18 +260,41 @@ def _copy_log(view: LogView, writer: SiteWriter, history: History) -> None:
         except OSError as exc:
             raise InputError(f"{rel} cannot be read ({exc.strerror})") from None
 
+    def checked(rel: str, level: int | None, index: int, width: int, data: bytes) -> bytes:
+        """``data``, the log's file ``rel`` (a hash tile at ``level``, or an entry bundle
+        when ``None``), when it is the verified tree's: every tile and bundle a site
+        publishes is compared with the tree built from the leaf hashes the build verified,
+        so a file changed in the log since then is refused, whichever reading of the log
+        (a full audit, or the kept one and the new entries) the build used."""
+        start = index * TILE_WIDTH
+        if level is None:
+            try:
+                good = [leaf_hash(raw) for raw in decode_bundle(data)] == list(
+                    raw_levels[0][start : start + width]
+                )
+            except LogError:
+                good = False
+        else:
+            hashes = raw_levels[TILE_HEIGHT * level][start : start + width]
+            good = len(hashes) == width and data == b"".join(hashes)
+        if not good:
+            raise UnverifiedLogError(f"{rel} changed in the log since it was verified")
+        return data
+
     writer.text("checkpoint", view.checkpoint.note)
     size = view.checkpoint.size
-    rels = [ref.path for ref in tiles_for_size(size)]
+    files: list[tuple[int | None, int, int, str]] = [
+        (ref.level, ref.index, ref.width, ref.path) for ref in tiles_for_size(size)
+    ]
     full, last = divmod(size, TILE_WIDTH)
-    rels.extend(entries_path(n) for n in range(full))
+    files.extend((None, n, TILE_WIDTH, entries_path(n)) for n in range(full))
     if last:
-        rels.append(entries_path(full, last))
-    for rel in rels:
+        files.append((None, full, last, entries_path(full, last)))
+    for level, index, width, rel in files:
         if ".p/" not in rel and writer.keep(rel):  # a full tile or bundle never changes
             continue
-        writer.write(rel, read(rel))
-    done = set(rels)
+        writer.write(rel, checked(rel, level, index, width, read(rel)))
+    done = {rel for *_, rel in files}
 
     def now_at(level: int | None, index: int) -> str:  # the file holding it in this tree
         count = size if level is None else size >> (8 * level)
@@ -293,7 +321,7 @@ def _copy_log(view: LogView, writer: SiteWriter, history: History) -> None:
                 data = encode_bundle(decode_bundle(data)[:width])
             else:
                 data = data[: 32 * width]
-            writer.write(rel, data)
+            writer.write(rel, checked(rel, level, index, width, data))
             done.add(rel)
 
 
@@ -491,7 +519,15 @@ def build_site(
                 )
         else:
             writer = SiteWriter(staging, state=kept, manifest=False, fresh=True)
-        view = read_log(log_dir, vkey, state=state)
+        later: list[Callable[[], None]] = []  # run while the servers are built
+        view = read_verified(
+            log_dir,
+            vkey,
+            state=state,
+            kept=None if cache is None else cache / KEPT,
+            code=code,
+            later=later,
+        )
         if inputs is None or view.checkpoint.note != note:
             raise UnverifiedLogError("the log changed while it was being read; build again")
         raw, levels = _proof_levels(view)
@@ -511,6 +547,7 @@ def build_site(
             cache=(cache, code),
             proofs=proofs,
             policy=policy,
+            later=later,
         )
         if staging is not None:
             if out.is_dir():
@@ -534,6 +571,7 @@ def _build(
     cache: tuple[Path | None, str],
     proofs: _Proofs,
     policy: Policy | None = None,
+    later: Iterable[Callable[[], None]] = (),
 ) -> BuildResult:
     from toolpin.site import api, digests, feeds
 
@@ -545,7 +583,9 @@ def _build(
     context: dict[str, Any] = {"checkpoint": view.checkpoint, "base_url": base_url}
 
     def the_log() -> None:  # while the servers are built (in other processes when many)
-        _copy_log(view, writer, proofs.history)
+        for step in later:  # (the verified reading, kept for the next build)
+            step()
+        _copy_log(view, writer, proofs.history, proofs.source.levels)
         api.write_history(writer, view, proofs.history)
         for name in STATIC_FILES:
             data = importlib.resources.files("toolpin.site").joinpath("static", name)

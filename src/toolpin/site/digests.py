@@ -120,7 +120,16 @@ def write_digests(
     found = [
         item for _, version in view.versions() for item in recorded(version.index, version.digests)
     ]
+    chosen = None
+    if published is not None and published.items and kept_below:
+        # Only the buckets a new entry falls in, or whose file is not as the last build
+        # left it, are grouped and encoded (the rest are kept: the same test as below).
+        touched = {digest[:PREFIX_DIGITS] for digest, _, index in found if index >= kept_below}
+        chosen = {p for p in prefixes() if p in touched or not writer.keep(bucket_path(p))}
+        found = [item for item in found if item[0][:PREFIX_DIGITS] in chosen]
     for prefix, items in buckets(found, cp.size).items():
+        if chosen is not None and prefix not in chosen:
+            continue
         checkpoint = current
         if published is not None and published.items:
             newest = max((item["entries"][-1] for item in items), default=-1)

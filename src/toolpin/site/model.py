@@ -37,6 +37,7 @@ TIMESTAMP: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})
 RECORD_TYPE: Final = "toolpin/observation"
 
 __all__ = [
+    "Entries",
     "LogView",
     "ServerHistory",
     "SiteCheckpoint",
@@ -45,6 +46,7 @@ __all__ = [
     "optout_names",
     "parse_time",
     "read_log",
+    "view_of",
 ]
 
 
@@ -298,7 +300,7 @@ APART_FROM: Final = 4000
 
 
 @dataclass
-class _Entries:
+class Entries:
     """What one reading of the log's entries gives (before the audit's verdict)."""
 
     checkpoint: Checkpoint | None
@@ -311,7 +313,7 @@ class _Entries:
     reports then read the log themselves, and say why they cannot)."""
 
 
-def _read_entries(log_dir: Path) -> _Entries:
+def _read_entries(log_dir: Path) -> Entries:
     """Every entry of the log, read into server histories (with the cyclic collector
     paused: what is built holds no cycle, see :mod:`toolpin.core.acyclic`)."""
     from toolpin.core.acyclic import collector_paused
@@ -320,7 +322,7 @@ def _read_entries(log_dir: Path) -> _Entries:
         return _read(log_dir)
 
 
-def _read(log_dir: Path) -> _Entries:
+def _read(log_dir: Path) -> Entries:
     from toolpin.crawl.report import observation_of
     from toolpin.publog.entries import decode_entry
     from toolpin.publog.merkle import leaf_hash
@@ -348,7 +350,7 @@ def _read(log_dir: Path) -> _Entries:
             continue
         server_id, version = found
         servers.setdefault(server_id, ServerHistory(server_id)).versions.append(version)
-    return _Entries(
+    return Entries(
         log.checkpoint, log.checkpoint_note or "", servers, unreadable, leaves, observations
     )
 
@@ -376,7 +378,7 @@ def read_log(log_dir: Path, vkey: Verifier, *, state: Path | None = None) -> Log
 
     apart = cores() > 1 and _unverified_size(log_dir) >= APART_FROM
     audit = Apart(verify_log, log_dir, vkey, apart=apart)
-    entries: _Entries | Exception | None = None
+    entries: Entries | Exception | None = None
     try:
         if apart:
             try:
@@ -400,6 +402,19 @@ def read_log(log_dir: Path, vkey: Verifier, *, state: Path | None = None) -> Log
         entries = _read_entries(log_dir)
     if entries.checkpoint != checkpoint:
         raise UnverifiedLogError("the log changed while it was being read; build again")
+    return view_of(entries, checkpoint, log_dir, vkey, state=state)
+
+
+def view_of(
+    entries: Entries,
+    checkpoint: Checkpoint,
+    log_dir: Path,
+    vkey: Verifier,
+    *,
+    state: Path | None = None,
+) -> LogView:
+    """The view of a verified reading of the log (``checkpoint``: the one verified), with
+    the crawl state's last good looks and the opt-out lists applied."""
     servers = entries.servers
     live = liveness(state)
     names = optout_names(log_dir)

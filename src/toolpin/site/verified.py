@@ -1,0 +1,329 @@
+"""What a build verified, kept for the next one and bound to the checkpoint it verified.
+
+A full build audits the whole log (:func:`toolpin.site.model.read_log`:
+:func:`toolpin.publog.verify.verify_log`, every entry decoded, every blob hashed) and
+reads every entry into server histories. Most of a daily build's time was that, for
+entries the last build had already verified. So a build with a work cache keeps its
+reading of the log in ``<cache>/verified/reading.json``: the signed checkpoint it verified, every
+leaf hash of the tree at that checkpoint, and what it read of each entry (the version
+fields the pages use, the reports' reading). The next build uses it only when all of
+this holds, else it audits the whole log as before:
+
+1. the kept note is signed by the log's key, and the kept leaf hashes, recomputed into a
+   tree, give the kept note's root (the reading is bound to that checkpoint);
+2. the log's current ``checkpoint`` is signed by the same key, for the same origin, and
+   is no smaller than the kept one;
+3. the new entries only (from the kept size to the current one, read from their entry
+   bundles) are audited as the full audit does: each bundle decodes exactly and holds its
+   width, each entry is a strict JSON object whose blob reference, if any, is well formed
+   and whose blob is present and matches its digest; the entries of the first bundle that
+   are below the kept size must have the kept leaf hashes;
+4. the tree of the kept leaves and the new ones gives the current checkpoint's root: the
+   current tree extends the kept one (the consistency a consistency proof shows, checked
+   on every leaf), and every hash tile that covers a new entry (and each older partial
+   tile and bundle the log keeps beside it) equals the hashes recomputed from the leaves.
+
+What is not done again: decoding the entries below the kept size and hashing their
+blobs. Those files are immutable in the log's layout; a build copies none of them into a
+site unchecked (a new site's blobs are read back and hashed as they are linked, a tile or
+bundle it copies is compared with the recomputed tree: :func:`toolpin.site.build.
+_copy_log`). ``toolpin log verify`` still audits everything. The file is the build's own
+work, in its private cache folder, like the explanations of :mod:`toolpin.site.cache`;
+one that cannot be read, or was written by other code, is ignored.
+"""
+
+from __future__ import annotations
+
+import binascii
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from toolpin.errors import LogError
+from toolpin.publog.note import Verifier
+from toolpin.site.model import (
+    SERVER_ID,
+    Entries,
+    LogView,
+    ServerHistory,
+    Version,
+    read_log,
+    view_of,
+)
+
+if TYPE_CHECKING:
+    from toolpin.crawl.report import ReportObservation
+    from toolpin.publog.checkpoint import Checkpoint
+
+FORMAT: Final = 1
+FILE: Final = "verified/reading.json"
+MAX_BYTES: Final = 1 << 31
+"""The largest kept reading read back (a larger one is ignored)."""
+
+__all__ = ["FILE", "read_verified"]
+
+
+class _Stale(Exception):
+    """The kept reading cannot be used for this log (the whole log is audited)."""
+
+
+def read_verified(
+    log_dir: Path,
+    vkey: Verifier,
+    *,
+    state: Path | None,
+    kept: Path | None,
+    code: str,
+    later: list[Callable[[], None]] | None = None,
+) -> LogView:
+    """:func:`toolpin.site.model.read_log`, from the reading kept in ``kept`` when it is
+    bound to a checkpoint this log extends (see the module doc); the reading of this build
+    is kept there for the next one (by the step appended to ``later``, when given: the
+    caller runs it while other work goes on). ``code``: toolpin's code digest (other
+    code: the kept reading is ignored)."""
+    from toolpin.core.acyclic import collector_paused
+
+    with collector_paused():  # what is read holds no cycle (:mod:`toolpin.core.acyclic`)
+        reading = None if kept is None else _load(kept, vkey, code)
+    view: LogView | None = None
+    if reading is not None:
+        try:
+            view = _since(log_dir, vkey, reading, state)
+        except (_Stale, LogError, OSError):
+            view = None  # the full audit decides, and says why the log is refused
+    if view is None:
+        view = read_log(log_dir, vkey, state=state)
+    if kept is not None and (reading is None or reading.checkpoint.size != view.checkpoint.size):
+        path, done = kept, view
+        if later is None:
+            _save(path, code, done)
+        else:
+            later.append(lambda: _save(path, code, done))
+    return view
+
+
+class _Reading:
+    def __init__(self, checkpoint: Checkpoint, note: str, entries: Entries) -> None:
+        self.checkpoint = checkpoint
+        self.note = note
+        self.entries = entries
+
+
+def _load(path: Path, vkey: Verifier, code: str) -> _Reading | None:
+    """The kept reading, when it is usable and bound to its signed checkpoint."""
+    from toolpin.publog.checkpoint import open_checkpoint
+    from toolpin.publog.merkle import tree_levels
+
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return None
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not (
+        isinstance(doc, dict)
+        and doc.get("v") == FORMAT
+        and doc.get("code") == code
+        and doc.get("vkey") == vkey.text
+    ):
+        return None
+    try:
+        note = doc["note"]
+        checkpoint = open_checkpoint(note, vkey)
+        raw = bytes.fromhex(doc["leaves"])
+        size = checkpoint.size
+        if len(raw) != 32 * size or size == 0:
+            return None
+        leaves = [raw[i : i + 32] for i in range(0, len(raw), 32)]
+        if tree_levels(leaves)[-1][0] != checkpoint.root:
+            return None  # not the tree of the checkpoint it names
+        servers: dict[str, ServerHistory] = {}
+        last = -1
+        for item in doc["versions"]:
+            index, sid = item[0], item[1]
+            if not (
+                isinstance(index, int) and last < index < size and isinstance(sid, str)
+            ) or not SERVER_ID.fullmatch(sid):
+                return None
+            last = index
+            version = Version(index, leaves[index].hex(), *item[2:])
+            servers.setdefault(sid, ServerHistory(sid)).versions.append(version)
+        observations = _observations(doc["observations"], leaves)
+        unreadable = doc["unreadable"]
+        if not isinstance(unreadable, int) or isinstance(note, bytes):
+            return None
+    except (LogError, KeyError, IndexError, TypeError, ValueError, binascii.Error):
+        return None
+    entries = Entries(checkpoint, note, servers, unreadable, leaves, observations)
+    return _Reading(checkpoint, note, entries)
+
+
+def _observations(items: Any, leaves: list[bytes]) -> list[ReportObservation | None] | None:
+    if items is None:
+        return None
+    if not isinstance(items, list) or len(items) != len(leaves):
+        raise ValueError("not the reports' reading of every entry")
+    out: list[ReportObservation | None] = []
+    for item, leaf in zip(items, leaves, strict=True):
+        if item is None:
+            out.append(None)
+            continue
+        sid, name, surface, observed, look, counts, blob = item
+        out.append((sid, name, surface, observed, look, counts, leaf, blob))
+    return out
+
+
+def _save(path: Path, code: str, view: LogView) -> None:
+    """Keep this build's reading (atomically; a reading is never half written)."""
+    from toolpin.util.fs import atomic_write, ensure_private_dir
+
+    pairs = sorted(
+        (
+            v.index,
+            [
+                v.index,
+                h.id,
+                v.observed_at,
+                v.last_good_look,
+                v.surface,
+                dict(v.counts),
+                dict(v.digests),
+                v.blob,
+                v.previous,
+                v.name,
+                v.source,
+                v.transport,
+                v.url,
+                None if v.package is None else dict(v.package),
+                None if v.server_info is None else dict(v.server_info),
+                v.era,
+                v.protocol_version,
+            ],
+        )
+        for h in view.servers.values()
+        for v in h.versions
+    )
+    versions = [item for _, item in pairs]
+    observations = (
+        None
+        if view.observations is None
+        else [None if o is None else [*o[:6], o[7]] for o in view.observations]
+    )
+    doc = {
+        "v": FORMAT,
+        "code": code,
+        "vkey": view.checkpoint.vkey,
+        "note": view.checkpoint.note,
+        "leaves": b"".join(view.leaf_hashes).hex(),
+        "unreadable": view.unreadable,
+        "versions": versions,
+        "observations": observations,
+    }
+    try:
+        data = orjson.dumps(doc)
+    except TypeError:  # orjson.JSONEncodeError: a lone surrogate in a name
+        return  # nothing kept: the next build audits the whole log
+    ensure_private_dir(path.parent)
+    atomic_write(path, data, sync=False)
+
+
+def _since(log_dir: Path, vkey: Verifier, reading: _Reading, state: Path | None) -> LogView:
+    """The view of the log from the kept reading and an audit of the new entries only
+    (raises :class:`_Stale` when the kept reading cannot be used)."""
+    from toolpin.crawl.report import observation_of
+    from toolpin.publog.blobs import BlobStore
+    from toolpin.publog.checkpoint import open_checkpoint
+    from toolpin.publog.entries import blob_reference, decode_entry
+    from toolpin.publog.merkle import leaf_hash, tree_levels
+    from toolpin.publog.tiles import (
+        CHECKPOINT_FILE,
+        TILE_HEIGHT,
+        TILE_WIDTH,
+        decode_bundle,
+        entries_path,
+        max_file_bytes,
+        read_bounded,
+        tile_path,
+    )
+    from toolpin.publog.verify import _older_partials
+    from toolpin.site.model import _version
+
+    def read(rel: str) -> bytes:
+        return read_bounded(log_dir / rel, max_file_bytes(rel))
+
+    kept = reading.checkpoint
+    note = read(CHECKPOINT_FILE).decode("utf-8")
+    checkpoint = open_checkpoint(note, vkey)
+    if checkpoint.origin != kept.origin or checkpoint.size < kept.size:
+        raise _Stale("another log, or behind the kept checkpoint")
+    old, size = kept.size, checkpoint.size
+    entries = reading.entries
+    if size == old:
+        if checkpoint.root != kept.root:
+            raise _Stale("the same size with another root")
+        same = _with_note(entries, checkpoint, note)
+        return view_of(same, checkpoint, log_dir, vkey, state=state)
+    leaves = entries.leaves[:old]
+    servers = {sid: ServerHistory(sid, list(h.versions)) for sid, h in entries.servers.items()}
+    observations = None if entries.observations is None else list(entries.observations)
+    unreadable = entries.unreadable
+    blobs = BlobStore(log_dir)
+    checked: set[str] = set()
+    full, last_width = divmod(size, TILE_WIDTH)
+    for n in range(old // TILE_WIDTH, full + (1 if last_width else 0)):
+        width = TILE_WIDTH if n < full else last_width
+        bundle = decode_bundle(read(entries_path(n, width)))
+        if len(bundle) != width:
+            raise _Stale("a bundle of another width")
+        for older, w in _older_partials(log_dir, entries_path(n), width):
+            if decode_bundle(read(older)) != bundle[:w]:
+                raise _Stale("an older partial bundle that is not the log's")
+        for offset, raw in enumerate(bundle):
+            index = n * TILE_WIDTH + offset
+            leaf = leaf_hash(raw)
+            if index < old:
+                if leaf != leaves[index]:
+                    raise _Stale("an entry below the kept size changed")
+                continue
+            value = decode_entry(raw, canonical=False)
+            ref = blob_reference(value)
+            if ref is not None and ref not in checked:
+                blobs.check(ref)
+                checked.add(ref)
+            leaves.append(leaf)
+            if observations is not None:
+                observations.append(observation_of(value, leaf))
+            found = _version(index, leaf, value)
+            if found is None:
+                unreadable += 1
+                continue
+            sid, version = found
+            servers.setdefault(sid, ServerHistory(sid)).versions.append(version)
+    if len(leaves) != size:
+        raise _Stale("not every new entry was read")
+    levels = tree_levels(leaves)
+    if levels[-1][0] != checkpoint.root:
+        raise _Stale("the kept tree and the new entries do not give the checkpoint's root")
+    level = 0
+    while size >> (TILE_HEIGHT * level):
+        count = size >> (TILE_HEIGHT * level)
+        hashes = levels[TILE_HEIGHT * level]
+        for n in range((old >> (TILE_HEIGHT * level)) // TILE_WIDTH, -(-count // TILE_WIDTH)):
+            chunk = b"".join(hashes[n * TILE_WIDTH : min(count, (n + 1) * TILE_WIDTH)])
+            if read(tile_path(level, n, len(chunk) // 32)) != chunk:
+                raise _Stale("a hash tile that is not the tree's")
+            for older, w in _older_partials(log_dir, tile_path(level, n), len(chunk) // 32):
+                if read(older) != chunk[: 32 * w]:
+                    raise _Stale("an older partial tile that is not the tree's")
+        level += 1
+    grown = Entries(checkpoint, note, servers, unreadable, leaves, observations)
+    return view_of(grown, checkpoint, log_dir, vkey, state=state)
+
+
+def _with_note(entries: Entries, checkpoint: Checkpoint, note: str) -> Entries:
+    servers = {sid: ServerHistory(sid, list(h.versions)) for sid, h in entries.servers.items()}
+    return Entries(
+        checkpoint, note, servers, entries.unreadable, entries.leaves, entries.observations
+    )

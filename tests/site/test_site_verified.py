@@ -1,0 +1,145 @@
+"""The reading of the log a build keeps for the next one (:mod:`toolpin.site.verified`):
+used only when bound to its signed checkpoint and extended by the current one, with the new
+entries audited; the view it gives is the full audit's, and so are the site's bytes."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from site_helpers import NOW, LogWriter, tool
+
+from toolpin.publog.note import Verifier
+from toolpin.site import verified
+from toolpin.site.build import build_site, code_digest, parse_now
+from toolpin.site.model import LogView, UnverifiedLogError, read_log
+
+
+def _grow(writer: LogWriter, start: int, count: int) -> None:
+    """``count`` observations of 40 servers, a new tool set each time (so new blobs)."""
+    for n in range(start, start + count):
+        day = 1 + n // 40 % 28
+        writer.observe(
+            f"server-{n % 40}", [tool(f"t{n}")], f"2026-11-{day:02d}T00:00:{n % 60:02d}Z"
+        )
+    writer.commit()
+
+
+def _same(a: LogView, b: LogView) -> None:
+    assert a.checkpoint == b.checkpoint
+    assert a.servers == b.servers
+    assert a.leaf_hashes == b.leaf_hashes
+    assert a.observations == b.observations
+    assert a.unreadable == b.unreadable
+    assert a.audited == b.audited
+
+
+class _Audits:
+    """Counts the full audits :func:`verified.read_verified` falls back to."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+
+        def counted(*args: Any, **kwargs: Any) -> LogView:
+            self.calls += 1
+            return read_log(*args, **kwargs)
+
+        monkeypatch.setattr(verified, "read_log", counted)
+
+
+def _read(writer: LogWriter, kept: Path) -> LogView:
+    vkey = Verifier.from_text(writer.vkey)
+    return verified.read_verified(writer.path, vkey, state=None, kept=kept, code=code_digest())
+
+
+def test_the_kept_reading_gives_the_full_audits_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = LogWriter(tmp_path / "log")
+    _grow(writer, 0, 300)  # past the first bundle: the next entries share the second
+    kept = tmp_path / "cache" / verified.FILE
+    audits = _Audits(monkeypatch)
+    vkey = Verifier.from_text(writer.vkey)
+    _same(_read(writer, kept), read_log(writer.path, vkey))
+    assert audits.calls == 1 and kept.is_file()
+    _same(_read(writer, kept), read_log(writer.path, vkey))  # the same size: kept
+    assert audits.calls == 1
+    _grow(writer, 300, 230)  # the second bundle completed, a third begun
+    _same(_read(writer, kept), read_log(writer.path, vkey))
+    assert audits.calls == 1  # the new entries only were audited
+    assert orjson.loads(kept.read_bytes())["note"] == writer.log.checkpoint_note
+
+
+def test_an_incremental_build_from_the_kept_reading_is_a_full_builds_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = LogWriter(tmp_path / "log")
+    _grow(writer, 0, 270)
+    vkey = Verifier.from_text(writer.vkey)
+    now = parse_now(NOW)
+    cache = tmp_path / "cache"
+    other = tmp_path / "cache-b"  # "b": the same builds, each one from the full audit
+    for out, kept in (("a", cache), ("b", other)):
+        build_site(writer.path, vkey, tmp_path / out, now=now, cache=kept)
+    _grow(writer, 270, 40)
+    audits = _Audits(monkeypatch)
+    build_site(writer.path, vkey, tmp_path / "a", now=now, cache=cache)
+    assert audits.calls == 0
+    (other / verified.FILE).unlink()
+    build_site(writer.path, vkey, tmp_path / "b", now=now, cache=other)
+    assert audits.calls == 1
+    diff = subprocess.run(["diff", "-r", str(tmp_path / "a"), str(tmp_path / "b")], check=False)
+    assert diff.returncode == 0
+
+
+def test_a_kept_reading_not_of_its_checkpoints_tree_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = LogWriter(tmp_path / "log")
+    _grow(writer, 0, 30)
+    kept = tmp_path / "cache" / verified.FILE
+    _read(writer, kept)
+    doc = orjson.loads(kept.read_bytes())
+    doc["leaves"] = ("00" * 32) + doc["leaves"][64:]  # another first leaf
+    kept.write_bytes(orjson.dumps(doc))
+    _grow(writer, 30, 5)
+    audits = _Audits(monkeypatch)
+    _same(_read(writer, kept), read_log(writer.path, Verifier.from_text(writer.vkey)))
+    assert audits.calls == 1
+    kept.write_bytes(b"{not json")
+    _read(writer, kept)
+    assert audits.calls == 2
+
+
+def test_a_new_entry_whose_blob_is_damaged_is_refused(tmp_path: Path) -> None:
+    writer = LogWriter(tmp_path / "log")
+    _grow(writer, 0, 20)
+    kept = tmp_path / "cache" / verified.FILE
+    _read(writer, kept)
+    _grow(writer, 20, 1)
+    ref = orjson.loads(writer.log.read_entry(20))["blob"]
+    writer.blobs.path(ref).write_bytes(b"{}")
+    with pytest.raises(UnverifiedLogError, match="does not match its digest"):
+        _read(writer, kept)
+
+
+def test_a_tile_changed_after_it_was_verified_is_not_published(tmp_path: Path) -> None:
+    writer = LogWriter(tmp_path / "log")
+    _grow(writer, 0, 260)
+    vkey = Verifier.from_text(writer.vkey)
+    now = parse_now(NOW)
+    cache = tmp_path / "cache"
+    build_site(writer.path, vkey, tmp_path / "a", now=now, cache=cache)
+    _grow(writer, 260, 3)
+    tile = writer.path / "tile" / "0" / "000"
+    data = bytearray(tile.read_bytes())
+    data[0] ^= 1
+    tile.write_bytes(bytes(data))
+    # The kept reading covers that tile, so this build does not audit it again: a new
+    # site copies it, compares it with the verified tree, and refuses it.
+    with pytest.raises(UnverifiedLogError, match="tile/0/000 changed in the log"):
+        build_site(writer.path, vkey, tmp_path / "b", now=now, cache=cache)
+    assert not (tmp_path / "b").exists()
