@@ -172,9 +172,12 @@ def test_the_connection_goes_to_the_checked_address(monkeypatch: pytest.MonkeyPa
     real = socket.getaddrinfo
     answers = {"rebind.test": ["127.0.0.2"], "mixed.test": ["127.0.0.2", "127.0.0.1"]}
 
-    def fake_getaddrinfo(host: str, port: object, *args: object, **kw: object) -> list[object]:
-        if host in answers:
-            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in answers[host]]
+    def fake_getaddrinfo(
+        host: str | bytes, port: object, *args: object, **kw: object
+    ) -> list[object]:
+        name = host.decode("ascii") if isinstance(host, bytes) else host  # the guard sends bytes
+        if name in answers:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in answers[name]]
         return real(host, port, *args, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(socket, "getaddrinfo", fake_getaddrinfo)

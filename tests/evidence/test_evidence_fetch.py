@@ -182,6 +182,8 @@ from toolpin.evidence import LogRef, look_up
 found = look_up(LogRef(sys.argv[1], sys.argv[2]), "cd" * 32, home=Path(sys.argv[3]),
                 allow_private=True)
 print(type(found).__name__, "httpx2" in sys.modules, "httpcore2" in sys.modules)
+light = ("http.client", "email", "encodings.idna")
+print("heavy:", ",".join(m for m in light if m in sys.modules), file=sys.stderr)
 """
 
 
@@ -201,11 +203,123 @@ def _imports(url: str, vkey: str, home: Path, **env: str) -> str:
     return done.stdout.strip()
 
 
+def _heavy(url: str, vkey: str, home: Path) -> str:
+    import os
+
+    clean = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    clean["PYTHONPATH"] = str(ROOT / "src")
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTS, url, vkey, str(home)],
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stderr.strip()
+
+
 def test_a_direct_lookup_imports_no_http_library(site: Any, served: Served, tmp_path: Path) -> None:
     writer, folder = site
     served.show(folder)
     assert _imports(served.url, writer.vkey, tmp_path / "a") == "NeverRecorded False False"
+    assert _heavy(served.url, writer.vkey, tmp_path / "a") == "heavy:"  # nor http.client
     with loopback_proxy() as proxy:
         through = _imports(served.url, writer.vkey, tmp_path / "b", HTTP_PROXY=proxy.url)
         assert through == "NeverRecorded True True"
         assert proxy.requests
+
+
+class _Raw:
+    """A loopback server that answers every connection with the next scripted bytes
+    (then closes it), to feed the plain client's response reader what it must read or
+    refuse."""
+
+    def __init__(self, answers: list[bytes]) -> None:
+        import socket
+
+        self.answers = answers
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
+        self.requests: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while self.answers:
+            conn, _ = self.sock.accept()
+            with conn:
+                self.requests.append(conn.recv(65536))
+                conn.sendall(self.answers.pop(0))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _fetch(answer: bytes, cap: int = 1 << 20) -> tuple[bytes, _Raw]:
+    raw = _Raw([answer])
+    try:
+        with Fetcher(raw.url, timeout=5.0, allow_private=True) as fetcher:
+            return fetcher.get("checkpoint", cap, what="the checkpoint"), raw
+    finally:
+        raw.close()
+
+
+def test_the_plain_client_reads_sized_chunked_and_close_delimited_bodies() -> None:
+    sized = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
+    data, raw = _fetch(sized)
+    assert data == b"hello"
+    head = raw.requests[0].decode("ascii")
+    assert head.startswith("GET /checkpoint HTTP/1.1\r\nHost: 127.0.0.1:")
+    assert "User-Agent: toolpin-evidence\r\n" in head
+    chunked = (
+        b"HTTP/1.1 100 Continue\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"3;ext=1\r\nhel\r\n2\r\nlo\r\n0\r\nX-Trailer: y\r\n\r\n"
+    )
+    assert _fetch(chunked)[0] == b"hello"
+    assert _fetch(b"HTTP/1.0 200 OK\r\n\r\nuntil the close")[0] == b"until the close"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"",
+        b"SSH-2.0-OpenSSH\r\n",
+        b"HTTP/1.1 2000 OK\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
+        b"HTTP/1.1 200 OK\r\nX: a\r\n folded\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 101 + b"\r\n",
+        b"HTTP/1.1 200 OK\r\nX: " + b"y" * 9000 + b"\r\n\r\n",
+        b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+    ],
+)
+def test_an_answer_the_plain_client_cannot_read_is_an_unreachable_log(answer: bytes) -> None:
+    with pytest.raises(LogProblem) as caught:
+        _fetch(answer)
+    assert caught.value.kind == "unreachable"
+    assert caught.value.message == "the log cannot be reached (the checkpoint)"
+
+
+def test_a_body_over_the_cap_is_refused_while_it_streams() -> None:
+    with pytest.raises(LogProblem, match="larger than any valid file"):
+        _fetch(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 100, cap=10)
+
+
+def test_a_kept_alive_connection_the_server_closed_is_opened_again() -> None:
+    keep = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    raw = _Raw([keep, keep])  # each connection answers once, then closes
+    try:
+        with Fetcher(raw.url, timeout=5.0, allow_private=True) as fetcher:
+            assert fetcher.get("a", 100, what="a") == b"ok"
+            assert fetcher.get("b", 100, what="b") == b"ok"
+        assert [r.split(b" ")[1] for r in raw.requests] == [b"/a", b"/b"]
+    finally:
+        raw.close()

@@ -461,3 +461,41 @@ def test_distrusted_log_is_refused_before_any_request(
         look_up(unreachable, "ab" * 32, home=home, allow_private=True)
     assert caught.value.kind == "distrusted"
     assert served.requests == before
+
+
+def test_an_unchanged_checkpoint_verified_before_is_not_verified_again(
+    three: Any, served: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept checkpoint's exact bytes, marked as verified with this key, skip the
+    signature check; another key, a changed mark or changed bytes verify in full."""
+    from toolpin.evidence.lookup import VERIFIED_MARK, bundle_cache
+    from toolpin.publog.note import Verifier
+
+    writer, site, logged = three
+    served.show(site)
+    home = tmp_path / "home"
+    digest = logged[3]["digests"]["surface"]
+    assert _look(served, writer, digest, home).entry_index == 3  # verified and marked
+    mark = bundle_cache(home, ORIGIN) / VERIFIED_MARK
+    assert mark.is_file()
+    checks: list[bytes] = []
+    real = Verifier.verify
+
+    def counted(self: Verifier, message: bytes, signature: bytes) -> bool:
+        checks.append(message)
+        return real(self, message, signature)
+
+    monkeypatch.setattr(Verifier, "verify", counted)
+    assert _look(served, writer, digest, home).entry_index == 3
+    assert checks == []  # the same bytes, verified before with this key
+    mark.write_bytes(b"0" * 64)
+    assert _look(served, writer, digest, home).entry_index == 3
+    assert checks  # a mark that does not match: verified in full, and marked again
+    checks.clear()
+    assert _look(served, writer, digest, home).entry_index == 3
+    assert checks == []
+    # Another key of the same name: the kept checkpoint is not signed by it.
+    other = Signer.from_seed(ORIGIN, b"\x07" * 32).verifier.text
+    with pytest.raises(LogProblem) as caught:
+        look_up(LogRef(served.url, other), digest, home=home, allow_private=True)
+    assert caught.value.kind == "bad-signature"

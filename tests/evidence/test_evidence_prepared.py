@@ -147,9 +147,9 @@ def test_a_proven_entry_bundle_is_kept_and_read_from_the_cache(
     ref = LogRef(served.url, writer.vkey)
     first = look_up(ref, digest, home=home, allow_private=True)
     cached = list((bundle_cache(home, ORIGIN)).rglob("*"))
-    assert [
+    assert sorted(
         p.relative_to(bundle_cache(home, ORIGIN)).as_posix() for p in cached if p.is_file()
-    ] == ["tile/entries/000.p/4"]
+    ) == ["tile/entries/000.p/4", "verified-checkpoint"]  # the bundle, and the note's mark
     before = served.requests
     assert look_up(ref, digest, home=home, allow_private=True) == first
     again = served.requests - before
@@ -182,3 +182,62 @@ def test_a_bad_cached_bundle_is_fetched_again_and_replaced(
     assert look_up(ref, digest, home=home, allow_private=True) == first
     assert kept.read_bytes() == good
     assert load(home, ORIGIN).distrusted is None
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory) -> tuple[LogWriter, Path, Path]:
+    """A log of 260 entries (one full level-0 tile and a partial one), and its site again
+    at 520 entries (two full level-0 tiles)."""
+    root = tmp_path_factory.mktemp("wide")
+    writer = LogWriter(root / "wide")
+    for i in range(260):
+        writer.observe(f"s{i}", [tool(f"t{i}")], "2026-09-01T03:00:00Z")
+    writer.commit()
+    site = site_of(writer, root / "site")
+    for i in range(260, 520):
+        writer.observe(f"s{i}", [tool(f"t{i}")], "2026-09-02T03:00:00Z")
+    writer.commit()
+    return writer, site, site_of(writer, root / "grown")
+
+
+def test_a_proven_full_tile_is_kept_and_a_bad_kept_copy_never_decides(
+    wide: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, site, grown = wide
+    served.show(site)
+    home = tmp_path / "home"
+    digest = entries(writer.path)[7]["digests"]["surface"]
+    ref = LogRef(served.url, writer.vkey)
+    first = look_up(ref, digest, home=home, allow_private=True)
+    assert isinstance(first, Recorded) and first.entry_index == 7
+    kept = bundle_cache(home, ORIGIN) / "tile/0/000"
+    assert kept.read_bytes() == (site / "tile/0/000").read_bytes()
+    assert not (bundle_cache(home, ORIGIN) / "tile/0/001.p/4").exists()  # partial: not kept
+    before = served.requests
+    assert look_up(ref, digest, home=home, allow_private=True) == first
+    warm = served.requests - before
+    before = served.requests
+    assert look_up(ref, digest, home=tmp_path / "cold", allow_private=True) == first
+    assert served.requests - before == warm + 2  # neither the full tile nor the bundle
+    # A kept tile that is wrong (same length, one hash changed) is not believed: the proof
+    # is made again from the log's tile, which is kept in its place; nothing is distrusted.
+    bad = bytearray(kept.read_bytes())
+    bad[40] ^= 0xFF
+    kept.write_bytes(bytes(bad))
+    assert look_up(ref, digest, home=home, allow_private=True) == first
+    assert kept.read_bytes() == (site / "tile/0/000").read_bytes()
+    assert load(home, ORIGIN).distrusted is None
+    # A kept tile that is wrong where the proof of another entry needs it, the same.
+    kept.write_bytes(b"\0" * len(bad))
+    other = entries(writer.path)[200]["digests"]["surface"]
+    found = look_up(ref, other, home=home, allow_private=True)
+    assert isinstance(found, Recorded) and found.entry_index == 200
+    assert kept.read_bytes() == (site / "tile/0/000").read_bytes()
+    # The log grows: the consistency proof from the kept checkpoint is made with a bad
+    # kept tile first, then from the log's tiles; growth is not taken for a fork.
+    kept.write_bytes(b"\1" * len(bad))
+    served.show(grown)
+    found = look_up(ref, digest, home=home, allow_private=True)
+    assert isinstance(found, Recorded) and found.checkpoint_size == 520
+    assert load(home, ORIGIN).distrusted is None
+    assert kept.read_bytes() == (grown / "tile/0/000").read_bytes()

@@ -5,15 +5,18 @@ A published log is a folder of static files (``checkpoint``, ``tile/...``,
 and a deadline for the whole lookup, through one of two clients that make the same
 checks:
 
-* **plain** (no proxy configured in the environment, the usual case): the standard
-  library's :mod:`http.client` over a socket opened by :func:`_guarded_socket`, which
+* **plain** (no proxy configured in the environment, the usual case): HTTP/1.1 GETs
+  written and read here (:class:`PlainClient`: a status line, headers, a body sized by
+  ``Content-Length``, chunked, or ending at the close; anything else is refused) over a
+  socket opened by :func:`_guarded_socket`, which
   resolves the host and checks every address with the SSRF guard's own rules
   (:func:`toolpin.probe.addresses.resolve_checked`) and connects to the checked address
   itself (no DNS-rebinding window). TLS verifies the certificate against the host name
   with :func:`toolpin.util.net.tls_context` (the system store plus ``SSL_CERT_FILE`` and
   friends), built at the first https request: an http:// log never loads the trust store.
   Redirects are followed by hand (at most :data:`~toolpin.probe.ssrf.MAX_REDIRECTS`), each
-  target checked again. It imports no HTTP library, so a first pin does not pay for one;
+  target checked again. It imports no HTTP module (not even :mod:`http.client`, whose
+  ``email`` parser costs a first pin about 10 ms of CPU);
 * **proxied** (``HTTPS_PROXY``, ``HTTP_PROXY`` or ``ALL_PROXY`` set, any case):
   :class:`toolpin.probe.ssrf.GuardedClient` with ``trust_env``, which sends through the
   proxy (``CONNECT`` for https) after checking the target, and honours ``NO_PROXY``.
@@ -42,7 +45,6 @@ from toolpin.errors import ProbeError
 from toolpin.evidence.errors import LogProblem
 
 if TYPE_CHECKING:
-    import http.client
     import socket
     import ssl
 
@@ -57,7 +59,6 @@ MAX_LOOKUP_BYTES: Final = 64 << 20
 PROXY_VARIABLES: Final = ("http_proxy", "https_proxy", "all_proxy")
 """Any of these set (lower or upper case) sends the log's requests through the proxied
 client."""
-MAX_URL_CHARS: Final = 2048
 MAX_REDIRECTS: Final = 3
 REDIRECT_STATUSES: Final = frozenset({301, 302, 307, 308})
 READ_CHUNK: Final = 64 << 10
@@ -185,48 +186,18 @@ class _Client:
         return False
 
     def is_failure(self, exc: BaseException) -> bool:
-        import http.client
-
-        return isinstance(exc, (ProbeError, OSError, http.client.HTTPException))
+        return isinstance(exc, (ProbeError, OSError))
 
     def close(self) -> None:
         pass
 
 
 def split_url(url: str) -> tuple[str, str, int, str]:
-    """``(scheme, host, port, target)`` of an http(s) URL with a host and no credentials
-    (the checks of :func:`toolpin.probe.ssrf.check_url`); a non-ASCII host in its IDNA
-    form. Raises :class:`~toolpin.probe.addresses.GuardError` (fixed text)."""
-    from urllib.parse import quote, urlsplit
+    """``(scheme, host, port, target)``: :func:`toolpin.probe.addresses.split_url`, the
+    guard's one URL parser. Raises :class:`~toolpin.probe.addresses.GuardError`."""
+    from toolpin.probe.addresses import split_url as split
 
-    from toolpin.probe.addresses import GuardError
-
-    if len(url) > MAX_URL_CHARS:
-        raise GuardError(f"the URL is longer than {MAX_URL_CHARS} characters")
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-        host = parts.hostname
-    except ValueError:
-        raise GuardError("the URL cannot be parsed") from None
-    if parts.scheme not in ("http", "https"):
-        raise GuardError("only http and https URLs are crawled")
-    if "@" in parts.netloc:
-        raise GuardError("the URL carries credentials; refused")
-    if not host:
-        raise GuardError("the URL has no host")
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            raise GuardError("the URL cannot be parsed") from None
-    if " " in parts.netloc or any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
-        raise GuardError("the URL cannot be parsed")
-    target = quote(parts.path or "/", safe="/%:@!$&'()*+,;=~-._")
-    if parts.query:
-        target += "?" + quote(parts.query, safe="/%:@!$&'()*+,;=~-._?")
-    default = 443 if parts.scheme == "https" else 80
-    return parts.scheme, host, port if port is not None else default, target
+    return split(url)
 
 
 def _guarded_socket(
@@ -236,49 +207,174 @@ def _guarded_socket(
     connected to the checked address itself."""
     import socket
 
-    from toolpin.probe.addresses import resolve_checked
+    from toolpin.probe.addresses import connect_checked, resolve_checked
 
     address = resolve_checked(host, port, policy)
-    sock = socket.create_connection((address, port), timeout)
+    sock = connect_checked(address, port, timeout)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
 
+class BadResponse(OSError):
+    """The log's answer is not HTTP/1.x as this client reads it (a failure to reach the
+    log: fixed text, nothing of the answer)."""
+
+
+MAX_HEAD_LINE: Final = 8 << 10
+MAX_HEADERS: Final = 100
+
+
+class _Connection:
+    """One kept-alive HTTP/1.1 connection: a socket and its buffered reader."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.reader = sock.makefile("rb")
+        self.used = False
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+
+class _Response:
+    """An answer's status, headers (lower-case names) and body, read as it streams."""
+
+    def __init__(self, connection: _Connection, status: int, headers: dict[str, str]) -> None:
+        self.connection = connection
+        self.status = status
+        self.headers = headers
+        self.done = False
+        """The body was read to its end and the connection may carry the next request."""
+
+    def body(self) -> Iterator[bytes]:
+        reader = self.connection.reader
+        coding = self.headers.get("transfer-encoding")
+        length = self.headers.get("content-length")
+        keep = self.headers.get("connection", "").lower() != "close"
+        if self.status in (204, 304):
+            self.done = keep
+            return
+        if coding is not None:
+            if coding.strip().lower() != "chunked":
+                raise BadResponse("a transfer coding this client does not read")
+            while True:
+                size = _chunk_size(_line(reader))
+                if size == 0:
+                    while _line(reader) not in (b"\r\n", b"\n"):  # trailers, ignored
+                        pass
+                    break
+                yield from _exactly(reader, size)
+                if _line(reader) not in (b"\r\n", b"\n"):
+                    raise BadResponse("a chunk without its line end")
+            self.done = keep
+            return
+        if length is not None:
+            values = {v.strip() for v in length.split(",")}
+            if len(values) != 1 or not next(iter(values)).isdigit():
+                raise BadResponse("an unusable Content-Length")
+            yield from _exactly(reader, int(next(iter(values))))
+            self.done = keep
+            return
+        while True:  # the body ends when the server closes the connection
+            chunk = reader.read1(READ_CHUNK)
+            if not chunk:
+                return
+            yield chunk
+
+
+def _line(reader: Any) -> bytes:
+    line: bytes = reader.readline(MAX_HEAD_LINE + 1)
+    if len(line) > MAX_HEAD_LINE:
+        raise BadResponse("a line longer than this client reads")
+    if not line:
+        raise BadResponse("the connection closed in the middle of an answer")
+    return line
+
+
+def _chunk_size(line: bytes) -> int:
+    text = line.split(b";", 1)[0].strip()
+    if not text or len(text) > 16 or any(c not in b"0123456789abcdefABCDEF" for c in text):
+        raise BadResponse("a chunk size that is not hex")
+    return int(text, 16)
+
+
+def _exactly(reader: Any, size: int) -> Iterator[bytes]:
+    while size > 0:
+        chunk: bytes = reader.read1(min(size, READ_CHUNK))
+        if not chunk:
+            raise BadResponse("the connection closed in the middle of an answer")
+        size -= len(chunk)
+        yield chunk
+
+
+class _Closed(Exception):
+    """A kept-alive connection the server had closed (the request is sent once more)."""
+
+
+def _read_head(connection: _Connection) -> tuple[int, dict[str, str]]:
+    reader = connection.reader
+    while True:
+        first = reader.readline(MAX_HEAD_LINE + 1)
+        if not first:
+            raise _Closed
+        parts = first.split(None, 2)
+        if (
+            len(first) > MAX_HEAD_LINE
+            or len(parts) < 2
+            or parts[0] not in (b"HTTP/1.1", b"HTTP/1.0")
+            or len(parts[1]) != 3
+            or not parts[1].isdigit()
+        ):
+            raise BadResponse("not an HTTP/1.x answer")
+        status = int(parts[1])
+        headers: dict[str, str] = {}
+        for _ in range(MAX_HEADERS + 1):
+            line = _line(reader)
+            if line in (b"\r\n", b"\n"):
+                break
+            if line[:1] in (b" ", b"\t"):
+                raise BadResponse("a folded header line")
+            name, colon, value = line.partition(b":")
+            if not colon or not name or name != name.strip():
+                raise BadResponse("a malformed header line")
+            key = name.decode("latin-1").lower()
+            text = value.strip().decode("latin-1")
+            if key in headers and key in ("content-length", "transfer-encoding", "location"):
+                headers[key] += "," + text
+            else:
+                headers[key] = text
+        else:
+            raise BadResponse("more header lines than this client reads")
+        if parts[0] == b"HTTP/1.0" and headers.get("connection", "").lower() != "keep-alive":
+            headers["connection"] = "close"
+        if 100 <= status < 200:
+            if status == 101:
+                raise BadResponse("an upgrade this client does not make")
+            continue  # an interim answer: the real one follows
+        return status, headers
+
+
 class PlainClient(_Client):
-    """GET over :mod:`http.client` through the guard (see the module docs); one kept-alive
-    connection per origin."""
+    """GET over HTTP/1.1 through the guard (see the module docs): the standard library's
+    sockets and ``ssl``, with a small response reader (status line, headers, a body sized
+    by ``Content-Length``, chunked, or ending at the close), so a lookup imports no HTTP
+    module at all; one kept-alive connection per origin."""
 
     def __init__(self, policy: AddressPolicy) -> None:
         self.policy = policy
-        self._connections: dict[tuple[str, str, int], http.client.HTTPConnection] = {}
+        self._connections: dict[tuple[str, str, int], _Connection] = {}
         self._tls: ssl.SSLContext | None = None
 
-    def _connection(self, scheme: str, host: str, port: int) -> http.client.HTTPConnection:
-        key = (scheme, host, port)
-        found = self._connections.get(key)
-        if found is None:
-            found = self._connections[key] = self._new(scheme, host, port)
-        return found
-
-    def _new(self, scheme: str, host: str, port: int) -> http.client.HTTPConnection:
-        import http.client
-
-        client = self
-
-        class Guarded(http.client.HTTPConnection):
-            default_port = 443 if scheme == "https" else 80
-
-            def connect(self) -> None:
-                sock = _guarded_socket(self.host, self.port, self.timeout, client.policy)
-                if scheme == "https":
-                    try:
-                        sock = client.tls().wrap_socket(sock, server_hostname=self.host)
-                    except BaseException:
-                        sock.close()
-                        raise
-                self.sock = sock
-
-        return Guarded(host, port)
+    def _open(self, scheme: str, host: str, port: int, timeout: float) -> _Connection:
+        sock = _guarded_socket(host, port, timeout, self.policy)
+        if scheme == "https":
+            try:
+                sock = self.tls().wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+        return _Connection(sock)
 
     def tls(self) -> ssl.SSLContext:
         if self._tls is None:
@@ -306,7 +402,7 @@ class PlainClient(_Client):
             key = (scheme, host, port)
             response = self._request(key, target, timeout)
             try:
-                location = response.getheader("location")
+                location = response.headers.get("location")
                 if response.status in REDIRECT_STATUSES and location:
                     self._forget(key)
                     try:
@@ -314,8 +410,8 @@ class PlainClient(_Client):
                     except ValueError:
                         raise GuardError("a redirect to a URL that cannot be parsed") from None
                     continue
-                yield response.status, _chunks(response)
-                if not response.isclosed():
+                yield response.status, response.body()
+                if not response.done:
                     self._forget(key)  # not read to its end: the connection is not reused
                 return
             except BaseException:
@@ -323,28 +419,31 @@ class PlainClient(_Client):
                 raise
         raise GuardError(f"more than {MAX_REDIRECTS} redirects")
 
-    def _request(
-        self, key: tuple[str, str, int], target: str, timeout: float
-    ) -> http.client.HTTPResponse:
-        import http.client
-
+    def _request(self, key: tuple[str, str, int], target: str, timeout: float) -> _Response:
+        scheme, host, port = key
+        shown = f"[{host}]" if ":" in host else host
+        if port != (443 if scheme == "https" else 80):
+            shown += f":{port}"
+        head = (
+            f"GET {target} HTTP/1.1\r\nHost: {shown}\r\nUser-Agent: {USER_AGENT}\r\n"
+            f"Accept: {ACCEPT}\r\nAccept-Encoding: identity\r\n\r\n"
+        ).encode("ascii")
         for attempt in (0, 1):
-            connection = self._connection(*key)
-            reused = connection.sock is not None
-            connection.timeout = timeout
-            if connection.sock is not None:
-                connection.sock.settimeout(timeout)
+            connection = self._connections.get(key)
+            if connection is None:
+                connection = self._connections[key] = self._open(scheme, host, port, timeout)
+            reused = connection.used
+            connection.used = True
             try:
-                connection.request(
-                    "GET",
-                    target,
-                    headers={"User-Agent": USER_AGENT, "Accept": ACCEPT},
-                )
-                return connection.getresponse()
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                connection.sock.settimeout(timeout)
+                connection.sock.sendall(head)
+                status, headers = _read_head(connection)
+                return _Response(connection, status, headers)
+            except (_Closed, ConnectionResetError, BrokenPipeError):
                 self._forget(key)
                 if not reused or attempt:
-                    raise  # a kept-alive connection the server closed is tried once more
+                    raise BadResponse("the log closed the connection") from None
+                # a kept-alive connection the server closed is tried once more
             except BaseException:
                 self._forget(key)
                 raise
@@ -353,14 +452,6 @@ class PlainClient(_Client):
     def close(self) -> None:
         for key in list(self._connections):
             self._forget(key)
-
-
-def _chunks(response: http.client.HTTPResponse) -> Iterator[bytes]:
-    while True:
-        chunk = response.read(READ_CHUNK)
-        if not chunk:
-            return
-        yield chunk
 
 
 class _ProxiedClient(_Client):

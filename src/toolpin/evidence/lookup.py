@@ -39,9 +39,10 @@ from toolpin.evidence.verify import (
     bucket_consistent,
     check_against_kept,
     entry_value,
-    fetch_checkpoint,
+    fetch_raw_checkpoint,
+    open_fetched,
 )
-from toolpin.publog.checkpoint import Checkpoint, open_checkpoint
+from toolpin.publog.checkpoint import Checkpoint, open_checkpoint, read_unverified
 from toolpin.publog.note import Verifier
 
 if TYPE_CHECKING:
@@ -164,10 +165,15 @@ class Lookup:
     def close(self) -> None:
         self._fetcher.close()
 
-    def prepare(self) -> None:
-        """Fetch the checkpoint and check it against the kept one (kept, or distrusted)."""
+    def prepare(self, *, warm: bool = False) -> None:
+        """Fetch the checkpoint and check it against the kept one (kept, or distrusted).
+        With ``warm``, also import now what :meth:`find` will need (the entry decoder,
+        the cache writer): nothing of it depends on the digest."""
         if self._tree is None:
             self._tree = verified_tree(self._fetcher, self.verifier, self.home, self.policy)
+        if warm:
+            import toolpin.publog.entries
+            import toolpin.util.fs  # noqa: F401
 
     def find(self, digest: str, *, kind: str = "surface") -> Recorded | NeverRecorded:
         """Whether the prepared checkpoint's log records ``digest`` (as :func:`look_up`)."""
@@ -236,8 +242,14 @@ def verified_tree(
     rollback of a log that only grew). With a witness ``policy``, a checkpoint without
     its quorum's cosignatures is refused (``bad-signature``) before anything is kept."""
     origin = verifier.name
+    cache = bundle_cache(home, origin)
     with state.locked_state(home, origin, timeout=fetcher.deadline + 1.0):
-        checkpoint, note = fetch_checkpoint(fetcher, verifier)
+        raw = fetch_raw_checkpoint(fetcher)
+        if policy is None:
+            same = _same_as_verified(raw, state.load(home, origin), verifier, cache)
+            if same is not None:
+                return RemoteTree(fetcher, same, cache=cache)
+        checkpoint, note = open_fetched(raw, verifier)
         if policy is not None:
             try:
                 policy.check(note, verifier)
@@ -247,7 +259,7 @@ def verified_tree(
                     f"the log's checkpoint is not witnessed as the policy requires: {exc.message}",
                     advice="Ask the log's operator why its witnesses did not cosign it.",
                 ) from None
-        tree = RemoteTree(fetcher, checkpoint, cache=bundle_cache(home, origin))
+        tree = RemoteTree(fetcher, checkpoint, cache=cache)
         kept = state.load(home, origin)
         refuse_distrusted(kept)
         old = _kept_checkpoint(kept, verifier)
@@ -257,7 +269,62 @@ def verified_tree(
             raise distrusted(home, origin, problem, note, message)
         if old is None or (old.size, old.root) != (checkpoint.size, checkpoint.root):
             state.keep(home, origin, note)
+        if state.load(home, origin).checkpoint == note:
+            _mark_verified(cache, verifier, note)
     return tree
+
+
+VERIFIED_MARK: Final = "verified-checkpoint"
+"""In the bundle cache: SHA-256 of the verifier key's text and the kept checkpoint note
+that key verified. Deleting it only makes the next lookup verify the note again."""
+
+
+def _mark_text(verifier: Verifier, note: str) -> bytes:
+    import hashlib
+
+    return hashlib.sha256(f"{verifier.text}\n{note}".encode()).hexdigest().encode("ascii")
+
+
+def _same_as_verified(
+    raw: bytes, kept: state.Kept, verifier: Verifier, cache: Path
+) -> Checkpoint | None:
+    """The fetched checkpoint when its bytes are exactly the kept checkpoint's and this
+    machine verified that note with this key before (the mark says so); else ``None``
+    (then it is verified in full). A distrusted log is refused here too."""
+    refuse_distrusted(kept)
+    if kept.checkpoint is None or raw != kept.checkpoint.encode("utf-8"):
+        return None
+    try:
+        with (cache / VERIFIED_MARK).open("rb") as handle:
+            mark = handle.read(65)
+    except OSError:
+        return None
+    if mark != _mark_text(verifier, kept.checkpoint):
+        return None
+    try:
+        checkpoint = read_unverified(kept.checkpoint)
+    except LogError:
+        return None
+    return checkpoint if checkpoint.origin == verifier.name else None
+
+
+def _mark_verified(cache: Path, verifier: Verifier, note: str) -> None:
+    """Write the mark for ``note`` (best effort: without it the note is verified again)."""
+    from toolpin.util.fs import atomic_write
+
+    mark = _mark_text(verifier, note)
+    target = cache / VERIFIED_MARK
+    try:
+        with target.open("rb") as handle:
+            if handle.read(65) == mark:
+                return
+    except OSError:
+        pass
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, mark, mode=0o600, sync=False)
+    except OSError:
+        pass
 
 
 def distrusted(home: Path, origin: str, kind: str, note: str, message: str) -> LogProblem:

@@ -11,7 +11,10 @@
   inclusion proof (from the tiles) leads to the verified root. Entry bundles are
   immutable (their path names their width), so a proven one is kept in
   ``TOOLPIN_HOME/cache/logs/<origin key>/`` and read from there next time: still only an
-  input to the same proof, and fetched again when it fails it.
+  input to the same proof, and fetched again when it fails it. Full hash tiles are kept
+  there the same way once a proof made with them verifies (a full tile never changes), so
+  a warm lookup fetches only the checkpoint, the bucket and what is new; a proof that
+  fails while it used a kept tile is made again from the log's own tiles, which decide.
 
 Nothing here trusts a tile, a bundle or a bucket: they are only ever inputs to a proof
 checked against a signed root.
@@ -37,7 +40,7 @@ from toolpin.publog.merkle import (
     verify_inclusion,
 )
 from toolpin.publog.note import Verifier
-from toolpin.publog.tiles import (
+from toolpin.publog.tilepaths import (
     CHECKPOINT_FILE,
     MAX_BUNDLE_BYTES,
     MAX_TILE_BYTES,
@@ -47,6 +50,7 @@ from toolpin.publog.tiles import (
     entries_path,
     tile_path,
 )
+from toolpin.publog.tilepaths import width_at as _width_at
 
 MAX_CHECKPOINT_NOTE: Final = 16 << 10
 """A checkpoint note is a few hundred bytes; this cap leaves room for many signatures."""
@@ -54,7 +58,16 @@ MAX_CHECKPOINT_NOTE: Final = 16 << 10
 
 def fetch_checkpoint(fetcher: Fetcher, verifier: Verifier) -> tuple[Checkpoint, str]:
     """The log's current checkpoint, signed by ``verifier`` (else ``bad-signature``)."""
-    raw = fetcher.get(CHECKPOINT_FILE, MAX_CHECKPOINT_NOTE, what="the checkpoint")
+    return open_fetched(fetch_raw_checkpoint(fetcher), verifier)
+
+
+def fetch_raw_checkpoint(fetcher: Fetcher) -> bytes:
+    """The bytes of the log's ``checkpoint`` file (not yet checked)."""
+    return fetcher.get(CHECKPOINT_FILE, MAX_CHECKPOINT_NOTE, what="the checkpoint")
+
+
+def open_fetched(raw: bytes, verifier: Verifier) -> tuple[Checkpoint, str]:
+    """A fetched checkpoint opened with ``verifier`` (else ``bad-signature``)."""
     try:
         note = raw.decode("utf-8")
         return open_checkpoint(note, verifier), note
@@ -64,12 +77,6 @@ def fetch_checkpoint(fetcher: Fetcher, verifier: Verifier) -> tuple[Checkpoint, 
             f"the log's checkpoint is not signed by the pinned key of {verifier.name}",
             advice="Check that --vkey is the key this log publishes.",
         ) from None
-
-
-def _width_at(size: int, level: int, index: int) -> int:
-    count = size >> (TILE_HEIGHT * level)
-    full, partial = divmod(count, TILE_WIDTH)
-    return TILE_WIDTH if index < full else partial if index == full else 0
 
 
 def fetch_bundle(fetcher: Fetcher, rel: str, width: int) -> tuple[bytes, list[bytes]]:
@@ -108,6 +115,11 @@ class RemoteTree:
         self._bundles: dict[int, list[bytes]] = {}
         self._raw: dict[int, bytes] = {}
         self._from_cache: set[int] = set()
+        self._disk_tiles: set[tuple[int, int]] = set()
+        """Full tiles read from the cache folder (only inputs to proofs, as fetched ones)."""
+        self._new_full: dict[tuple[int, int], bytes] = {}
+        """Full tiles fetched and not kept yet: kept once a proof made with them verifies."""
+        self._no_disk = False
 
     def _tile(self, level: int, index: int) -> bytes:
         key = (level, index)
@@ -118,11 +130,49 @@ class RemoteTree:
         if width == 0:
             raise LogError("a subtree outside the tree was asked for")
         rel = tile_path(level, index, width)
+        full = width == TILE_WIDTH
+        if full and self.cache is not None and not self._no_disk:
+            kept = _read_kept(self.cache / rel, MAX_TILE_BYTES)
+            if kept is not None:
+                self._tiles[key] = kept
+                self._disk_tiles.add(key)
+                return kept
         data = self.fetcher.get(rel, MAX_TILE_BYTES, what=rel)
         if len(data) != width * HASH_SIZE:
             raise LogProblem("tampered", f"{rel} has the wrong length")
         self._tiles[key] = data
+        if full:
+            self._new_full[key] = data
         return data
+
+    def _keep_tiles(self) -> None:
+        """A proof made from the tiles read so far verified against the signed root: keep
+        the full tiles fetched for it (immutable: a full tile never changes) in the cache
+        folder, so the next lookup need not fetch them (best effort)."""
+        new, self._new_full = self._new_full, {}
+        if self.cache is None or not new:
+            return
+        from toolpin.util.fs import atomic_write
+
+        for (level, index), data in sorted(new.items()):
+            target = self.cache / tile_path(level, index)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(target, data, mode=0o600, sync=False)
+            except OSError:
+                return
+
+    def _without_kept_tiles(self) -> bool:
+        """A proof failed: forget the tiles read from the cache folder and read every tile
+        from the log from now on. ``True`` when there were any (then the proof is made
+        again from the log's own tiles, which decide)."""
+        if not self._disk_tiles:
+            return False
+        for key in self._disk_tiles:
+            self._tiles.pop(key, None)
+        self._disk_tiles.clear()
+        self._no_disk = True
+        return True
 
     def node(self, level: int, index: int) -> bytes:
         tile_level, height = divmod(level, TILE_HEIGHT)
@@ -137,10 +187,15 @@ class RemoteTree:
 
     def root_matches(self) -> bool:
         """Whether the tiles hash to the signed root (false: a tampered or partial copy)."""
-        try:
-            return tree_root(self, self.size) == self.checkpoint.root
-        except (LogError, ValueError):
-            return False
+        while True:
+            try:
+                if tree_root(self, self.size) == self.checkpoint.root:
+                    self._keep_tiles()
+                    return True
+            except (LogError, ValueError):
+                pass
+            if not self._without_kept_tiles():
+                return False
 
     def entry(self, index: int) -> bytes:
         """Entry ``index``, proven included in the checkpoint (else ``tampered``)."""
@@ -154,10 +209,7 @@ class RemoteTree:
         if entries is None:
             entries = self._fetched_bundle(bundle)
         entry = entries[offset]
-        try:
-            path = inclusion_proof(self, index, self.size)
-        except (LogError, ValueError):
-            raise LogProblem("tampered", f"the tiles cannot prove entry {index}") from None
+        path = self._inclusion(index, entry)
         if not verify_inclusion(leaf_hash(entry), index, self.size, path, self.checkpoint.root):
             if cached:  # a bad copy on this disk: the log's own bundle decides
                 self._from_cache.discard(bundle)
@@ -172,12 +224,30 @@ class RemoteTree:
             self._keep_bundle(bundle)
         return entry
 
+    def _inclusion(self, index: int, entry: bytes) -> list[bytes]:
+        """Entry ``index``'s inclusion proof from the tiles. When it does not lead to the
+        signed root and tiles kept on this disk were used, it is made again from the log's
+        own tiles (a bad kept copy never decides)."""
+        while True:
+            try:
+                path = inclusion_proof(self, index, self.size)
+            except (LogError, ValueError):
+                if self._without_kept_tiles():
+                    continue
+                raise LogProblem("tampered", f"the tiles cannot prove entry {index}") from None
+            if verify_inclusion(leaf_hash(entry), index, self.size, path, self.checkpoint.root):
+                self._keep_tiles()
+                return path
+            if not self._without_kept_tiles():
+                return path
+
     def _proven(self, index: int, entry: bytes, path: list[bytes]) -> bytes:
         if not verify_inclusion(leaf_hash(entry), index, self.size, path, self.checkpoint.root):
             raise LogProblem(
                 "tampered",
                 f"entry {index} or its tiles do not match the signed checkpoint",
             )
+        self._keep_tiles()
         return entry
 
     def _bundle_rel(self, bundle: int) -> tuple[str, int]:
@@ -225,12 +295,29 @@ class RemoteTree:
             pass
 
     def extends(self, old: Checkpoint) -> bool:
-        """Whether this tree extends ``old`` (the RFC 9162 consistency proof, from tiles)."""
-        try:
-            proof = consistency_proof(self, old.size, self.size)
-        except (LogError, ValueError):
-            return False
-        return verify_consistency(old.size, self.size, old.root, self.checkpoint.root, proof)
+        """Whether this tree extends ``old`` (the RFC 9162 consistency proof, from tiles;
+        a proof that fails with tiles kept on this disk is made again from the log's)."""
+        while True:
+            try:
+                proof = consistency_proof(self, old.size, self.size)
+                ok = verify_consistency(old.size, self.size, old.root, self.checkpoint.root, proof)
+            except (LogError, ValueError):
+                ok = False
+            if ok:
+                self._keep_tiles()
+                return True
+            if not self._without_kept_tiles():
+                return False
+
+
+def _read_kept(path: Path, size: int) -> bytes | None:
+    """A kept full tile of exactly ``size`` bytes, or ``None`` (absent, unreadable, short)."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(size + 1)
+    except OSError:
+        return None
+    return data if len(data) == size else None
 
 
 def check_against_kept(tree: RemoteTree, kept: Checkpoint | None) -> tuple[str, str] | None:
@@ -293,4 +380,6 @@ __all__ = [
     "entry_value",
     "fetch_bundle",
     "fetch_checkpoint",
+    "fetch_raw_checkpoint",
+    "open_fetched",
 ]

@@ -378,6 +378,15 @@ def _problem_line(log: LogSettings, exc: Any) -> str:
     return f"the public log at {where} is not trusted ({kind}): {visible(exc.message)}{advice}"
 
 
+def longest_wait(timeout: float = DEFAULT_TIMEOUT) -> float:
+    """How long a thread checking a log with ``timeout`` per request may take before it is
+    taken as stuck (two lookups' deadlines and the kept state's lock)."""
+    from toolpin.evidence.fetch import DEADLINE_FACTOR
+    from toolpin.evidence.state import LOCK_TIMEOUT
+
+    return timeout * DEADLINE_FACTOR * 2 + LOCK_TIMEOUT
+
+
 class PublicCheck:
     """The proxy's handle on a configured log: :meth:`check` at a first pin or a block.
 
@@ -417,7 +426,7 @@ class PublicCheck:
             ref = LogRef(url=self.log.url, vkey=self._key, policy=self.log.policy)
             lookup = Lookup(ref, home=self.home, timeout=self.timeout)
             try:
-                lookup.prepare()
+                lookup.prepare(warm=True)
             except BaseException:
                 lookup.close()
                 raise
@@ -430,10 +439,7 @@ class PublicCheck:
         early, self._early = self._early, None
         if early is None:
             return None
-        from toolpin.evidence.fetch import DEADLINE_FACTOR
-        from toolpin.evidence.state import LOCK_TIMEOUT
-
-        early.join(self.timeout * DEADLINE_FACTOR * 2 + LOCK_TIMEOUT)
+        early.join(longest_wait(self.timeout))
         if early.is_alive():
             from toolpin.evidence import LogProblem
 

@@ -1,8 +1,14 @@
-"""The address half of the SSRF guard: which addresses toolpin may connect to.
+"""The address half of the SSRF guard: which URLs and addresses toolpin may connect to.
 
 Pure standard library (no HTTP stack), so a light client can use the same guard
 (:mod:`toolpin.evidence.fetch` on its plain path); :mod:`toolpin.probe.ssrf` re-exports
 every name and documents the rules.
+
+:func:`split_url` is toolpin's one URL parser for the guard: both the light client and
+:func:`toolpin.probe.ssrf.check_url` (the ``httpx2`` clients) make their refusals with it
+(too long, not ``http``/``https``, credentials or an ``@`` in the authority, no host, a
+port that is not a number in 1..65535, a percent-encoded or otherwise unusable host, a
+host that is not valid IDNA, spaces or control characters anywhere).
 """
 
 from __future__ import annotations
@@ -27,8 +33,51 @@ _NAT64: Final = ipaddress.ip_network("64:ff9b::/96")
 _ALWAYS_REFUSED: Final = frozenset({"link-local", "cloud metadata", "multicast", "unspecified"})
 
 
+MAX_URL_CHARS: Final = 2048
+_TARGET_SAFE: Final = "/%:@!$&'()*+,;=~-._"
+_HOST_FORBIDDEN: Final = frozenset("%\\/?#@ ")
+
+
 class GuardError(ProbeError):
     """The SSRF guard refused a URL or an address (fixed text; no server text)."""
+
+
+def split_url(url: str) -> tuple[str, str, int, str]:
+    """``(scheme, host, port, target)`` of an http(s) URL the guard accepts (see the
+    module docs); a non-ASCII host in its IDNA form, an IPv6 host without brackets, the
+    target percent-encoded. Raises :class:`GuardError` (fixed text)."""
+    from urllib.parse import quote, urlsplit
+
+    if len(url) > MAX_URL_CHARS:
+        raise GuardError(f"the URL is longer than {MAX_URL_CHARS} characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+        host = parts.hostname
+    except ValueError:
+        raise GuardError("the URL cannot be parsed") from None
+    if parts.scheme not in ("http", "https"):
+        raise GuardError("only http and https URLs are crawled")
+    if "@" in parts.netloc:
+        raise GuardError("the URL carries credentials; refused")
+    if not host:
+        raise GuardError("the URL has no host")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url) or " " in parts.netloc:
+        raise GuardError("the URL cannot be parsed")
+    if port == 0:
+        raise GuardError("the URL cannot be parsed")
+    if _HOST_FORBIDDEN & set(host):
+        raise GuardError("the URL cannot be parsed")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise GuardError("the URL cannot be parsed") from None
+    target = quote(parts.path or "/", safe=_TARGET_SAFE)
+    if parts.query:
+        target += "?" + quote(parts.query, safe=_TARGET_SAFE + "?")
+    default = 443 if parts.scheme == "https" else 80
+    return parts.scheme, host, port if port is not None else default, target
 
 
 def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
@@ -108,7 +157,7 @@ def resolve_checked(host: str, port: int, policy: AddressPolicy) -> str:
         addresses: list[IPAddress] = [ipaddress.ip_address(literal)]
     except ValueError:
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(_ascii(host), port, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError):
             raise GuardError("the host name does not resolve") from None
         addresses = []
@@ -130,6 +179,27 @@ def resolve_checked(host: str, port: int, policy: AddressPolicy) -> str:
     return str(addresses[0])
 
 
+def _ascii(host: str) -> str | bytes:
+    """An ASCII host as bytes: ``getaddrinfo`` then needs no IDNA codec (importing it
+    costs milliseconds); any other host as given."""
+    return host.encode("ascii") if host.isascii() else host
+
+
+def connect_checked(address: str, port: int, timeout: float | None) -> socket.socket:
+    """A TCP connection to ``address`` (an IP address :func:`resolve_checked` returned),
+    made without a second name lookup."""
+    ip = ipaddress.ip_address(address)
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect((address, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def precheck_target(host: str, port: int, policy: AddressPolicy) -> None:
     """Check a target that a proxy will connect to (see the module docs). Raises
     GuardError for a refused address; a name that does not resolve here passes."""
@@ -138,18 +208,21 @@ def precheck_target(host: str, port: int, policy: AddressPolicy) -> None:
         ipaddress.ip_address(literal)
     except ValueError:
         try:
-            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            socket.getaddrinfo(_ascii(host), port, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError):
             return  # resolved by the proxy, on its network
     resolve_checked(host, port, policy)
 
 
 __all__ = [
+    "MAX_URL_CHARS",
     "AddressPolicy",
     "GuardError",
     "IPAddress",
     "IPNetwork",
     "address_class",
+    "connect_checked",
     "precheck_target",
     "resolve_checked",
+    "split_url",
 ]

@@ -46,6 +46,8 @@ from typing import Any, Final
 import httpcore2
 import httpx2
 
+from toolpin.probe.addresses import MAX_URL_CHARS as MAX_URL_CHARS
+
 # The address rules live in the light module (no HTTP stack); re-exported here.
 from toolpin.probe.addresses import AddressPolicy as AddressPolicy
 from toolpin.probe.addresses import GuardError as GuardError
@@ -54,31 +56,27 @@ from toolpin.probe.addresses import IPNetwork as IPNetwork
 from toolpin.probe.addresses import address_class as address_class
 from toolpin.probe.addresses import precheck_target as precheck_target
 from toolpin.probe.addresses import resolve_checked as resolve_checked
+from toolpin.probe.addresses import split_url as split_url
 
 SocketOption = (
     tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
 )
 
 MAX_REDIRECTS: Final = 3
-MAX_URL_CHARS: Final = 2048
 REDIRECT_STATUSES: Final = frozenset({301, 302, 307, 308})
 
 
 def check_url(url: str | httpx2.URL) -> httpx2.URL:
-    """Parse and check a URL's form (scheme, host, no credentials). Raises GuardError."""
+    """Check a URL's form with the guard's one parser (:func:`split_url`: scheme, host,
+    port, no credentials...), then give it as ``httpx2`` takes it. Raises GuardError."""
     text = str(url)
-    if len(text) > MAX_URL_CHARS:
-        raise GuardError(f"the URL is longer than {MAX_URL_CHARS} characters")
+    split_url(text)  # every refusal is made here, as for the light client
     try:
         parsed = httpx2.URL(text)
     except (httpx2.InvalidURL, ValueError, TypeError):
         raise GuardError("the URL cannot be parsed") from None
-    if parsed.scheme not in ("http", "https"):
-        raise GuardError("only http and https URLs are crawled")
-    if parsed.userinfo:
-        raise GuardError("the URL carries credentials; refused")
-    if not parsed.host:
-        raise GuardError("the URL has no host")
+    if parsed.scheme not in ("http", "https") or parsed.userinfo or not parsed.host:
+        raise GuardError("the URL cannot be parsed")  # the two parsers disagree: refused
     return parsed
 
 

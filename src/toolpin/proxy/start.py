@@ -219,7 +219,7 @@ def _locked_run(
     from toolpin.team.run import prepare_locked_run
 
     try:
-        locked = prepare_locked_run(lock, argv, name=name, label=label, log=log)
+        locked = prepare_locked_run(lock, argv, name=name, label=label, log=log, defer_proofs=True)
     except PackageError as exc:
         return refuse(
             label,
@@ -311,6 +311,7 @@ def _run_locked(
             sys.stderr.write(f"toolpin: {visible(note)}\n")
     proc = spawn_server(locked.argv, label)
     sid = locked.source.entry.server_id or server_id(locked.argv)
+    proofs = _ProofCheck(locked.proofs) if locked.proofs is not None else None
     public = public_check(_home(), wanted)
     if isinstance(public, str):
         kill_unused(proc)
@@ -318,7 +319,53 @@ def _run_locked(
     options = session_options(
         label, sid, locked.source, timeout=timeout, quiet=quiet, public=public
     )
+    if proofs is not None:
+        # The relay has not started: the server has had no byte from the client.
+        try:
+            said = proofs.result()
+        except ToolpinError as exc:
+            kill_unused(proc)
+            return lock_unusable(label, exc, server=sid)
+        if not quiet:
+            for note in said:
+                sys.stderr.write(f"toolpin: {visible(note)}\n")
     return run(options, SubprocessChannel(proc))
+
+
+class _ProofCheck:
+    """The lock entry's public-log proof, checked in a thread while the server boots
+    (offline, then the log's consistency when it is reachable: ``team/run.py``)."""
+
+    def __init__(self, check: Any) -> None:
+        import threading
+
+        self._check = check
+        self._notes: list[str] | None = None
+        self._failed: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="toolpin-lock-log", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._notes = self._check()
+        except BaseException as exc:  # the caller refuses the server with it
+            self._failed = exc
+
+    def result(self) -> list[str]:
+        """The proof's notes; raises :class:`ToolpinError` when the lock is unusable (any
+        fault, a check that never ends included: fail closed)."""
+        from toolpin.errors import LockfileError
+        from toolpin.pins.publiclog import longest_wait
+
+        self._thread.join(longest_wait())
+        if self._thread.is_alive():
+            raise LockfileError("the lock's public-log proof could not be checked in time")
+        if isinstance(self._failed, ToolpinError):
+            raise self._failed
+        if self._failed is not None or self._notes is None:
+            kind = type(self._failed).__name__
+            raise LockfileError(f"the lock's public-log proof could not be checked ({kind})")
+        return self._notes
 
 
 def session_options(

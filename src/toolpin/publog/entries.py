@@ -18,8 +18,8 @@ import rfc8785
 
 from toolpin.core.canonical import canonical_parsed, unique_members
 from toolpin.errors import JSONError, LogError
+from toolpin.publog.tilepaths import MAX_ENTRY_BYTES
 
-MAX_ENTRY_BYTES = 0xFFFF
 BLOB_MEMBER = "blob"
 BLOB_REF = re.compile(r"sha256:[0-9a-f]{64}")
 

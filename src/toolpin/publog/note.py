@@ -25,14 +25,16 @@ import binascii
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import (
-    Ed25519PrivateKey,
-    Ed25519PublicKey,
-)
+from typing import TYPE_CHECKING
 
 from toolpin.errors import LogError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+# ``cryptography`` is imported where a signature is made or checked, not with this module:
+# parsing keys and notes (and a lookup whose checkpoint is the one verified before) needs
+# none of it.
 
 ALG_ED25519 = 0x01
 EM_DASH = "\u2014"
@@ -154,6 +156,9 @@ class Verifier:
         return f"{self.name}+{self.key_id:08x}+{base64.b64encode(typed).decode('ascii')}"
 
     def verify(self, message: bytes, signature: bytes) -> bool:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
         try:
             Ed25519PublicKey.from_public_bytes(self.public_key).verify(signature, message)
         except (InvalidSignature, ValueError):
@@ -171,7 +176,7 @@ class Signer:
 
     @classmethod
     def generate(cls, name: str) -> Signer:
-        seed = Ed25519PrivateKey.generate().private_bytes_raw()
+        seed = _private_key_class().generate().private_bytes_raw()
         return cls.from_seed(name, seed)
 
     @classmethod
@@ -205,7 +210,13 @@ class Signer:
         return Verifier(name=self.name, key_id=self.key_id, public_key=_public_from_seed(self.seed))
 
     def sign(self, message: bytes) -> bytes:
-        return Ed25519PrivateKey.from_private_bytes(self.seed).sign(message)
+        return _private_key_class().from_private_bytes(self.seed).sign(message)
+
+
+def _private_key_class() -> type[Ed25519PrivateKey]:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return Ed25519PrivateKey
 
 
 def _public_from_seed(seed: bytes) -> bytes:
@@ -213,7 +224,8 @@ def _public_from_seed(seed: bytes) -> bytes:
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
     return (
-        Ed25519PrivateKey.from_private_bytes(seed)
+        _private_key_class()
+        .from_private_bytes(seed)
         .public_key()
         .public_bytes(Encoding.Raw, PublicFormat.Raw)
     )

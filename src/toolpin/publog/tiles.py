@@ -52,14 +52,21 @@ from toolpin.publog.merkle import (
     verify_consistency,
 )
 from toolpin.publog.note import Signer, Verifier
+from toolpin.publog.tilepaths import (
+    CHECKPOINT_FILE,
+    MAX_BUNDLE_BYTES,
+    MAX_TILE_BYTES,
+    TILE_HEIGHT,
+    TILE_WIDTH,
+    decode_bundle,
+    entries_path,
+    format_index,
+    tile_path,
+)
+from toolpin.publog.tilepaths import width_at as _width_at
 from toolpin.util.fs import atomic_write, fsync_dir, locked
 
-TILE_HEIGHT = 8
-TILE_WIDTH = 1 << TILE_HEIGHT  # 256 hashes, 8,192 bytes
-CHECKPOINT_FILE = "checkpoint"
 LOCK_FILE = ".toolpin.lock"
-MAX_TILE_BYTES = TILE_WIDTH * HASH_SIZE
-MAX_BUNDLE_BYTES = TILE_WIDTH * (2 + MAX_ENTRY_BYTES)
 MAX_CHECKPOINT_BYTES = 1 << 20
 
 
@@ -83,6 +90,9 @@ def read_bounded(path: Path, limit: int) -> bytes:
 
 __all__ = [
     "CHECKPOINT_FILE",
+    "MAX_BUNDLE_BYTES",
+    "MAX_TILE_BYTES",
+    "TILE_HEIGHT",
     "TILE_WIDTH",
     "TileHashSource",
     "TileLog",
@@ -94,36 +104,6 @@ __all__ = [
     "tile_path",
     "tiles_for_size",
 ]
-
-
-def format_index(n: int) -> str:
-    """Tile index in 3-digit groups, ``x``-prefixed but the last: 1234067 -> x001/x234/067."""
-    if n < 0:
-        raise ValueError("negative tile index")
-    groups = [f"{n % 1000:03d}"]
-    n //= 1000
-    while n:
-        groups.append(f"x{n % 1000:03d}")
-        n //= 1000
-    return "/".join(reversed(groups))
-
-
-def _suffix(width: int) -> str:
-    if not 1 <= width <= TILE_WIDTH:
-        raise ValueError(f"tile width {width} outside 1..256")
-    return "" if width == TILE_WIDTH else f".p/{width}"
-
-
-def tile_path(level: int, index: int, width: int = TILE_WIDTH) -> str:
-    """``tile/<L>/<N>[.p/<W>]``."""
-    if not 0 <= level <= 63:
-        raise ValueError("tile level outside 0..63")
-    return f"tile/{level}/{format_index(index)}{_suffix(width)}"
-
-
-def entries_path(index: int, width: int = TILE_WIDTH) -> str:
-    """``tile/entries/<N>[.p/<W>]``."""
-    return f"tile/entries/{format_index(index)}{_suffix(width)}"
 
 
 @dataclass(frozen=True)
@@ -161,17 +141,6 @@ def tiles_for_size(size: int) -> list[TileRef]:
     return refs
 
 
-def _width_at(size: int, level: int, index: int) -> int:
-    """Width of tile ``index`` at ``level`` in a tree of ``size`` (0 when absent)."""
-    count = size >> (TILE_HEIGHT * level)
-    full, partial = divmod(count, TILE_WIDTH)
-    if index < full:
-        return TILE_WIDTH
-    if index == full:
-        return partial
-    return 0
-
-
 def encode_bundle(entries: Sequence[bytes]) -> bytes:
     """Entry bundle: each entry prefixed with its big-endian uint16 length."""
     parts = []
@@ -181,22 +150,6 @@ def encode_bundle(entries: Sequence[bytes]) -> bytes:
         parts.append(len(entry).to_bytes(2, "big"))
         parts.append(entry)
     return b"".join(parts)
-
-
-def decode_bundle(data: bytes) -> list[bytes]:
-    """Split an entry bundle; raises :class:`LogError` when it is truncated."""
-    entries = []
-    offset = 0
-    while offset < len(data):
-        if offset + 2 > len(data):
-            raise LogError("truncated entry bundle")
-        length = int.from_bytes(data[offset : offset + 2], "big")
-        offset += 2
-        if offset + length > len(data):
-            raise LogError("truncated entry bundle")
-        entries.append(data[offset : offset + length])
-        offset += length
-    return entries
 
 
 def _split_hashes(data: bytes) -> list[bytes]:

@@ -4,7 +4,8 @@ No trust on first use: the entry is the pin, nothing is written, and the locked 
 version runs even when the config asks for the newest.
 
 An entry that carries a public-log proof (``publicLog``, written by ``toolpin lock
---log``) is verified before the server is started, as ``toolpin lock --check`` verifies
+--log``) is verified before the server gets a byte from the client (``toolpin run``
+checks it while the server boots: :attr:`LockedRun.proofs`), as ``toolpin lock --check`` verifies
 it (:func:`toolpin.pins.lockproofs.check_proofs`): offline, with the log's key when a log
 is configured (the signature, the inclusion proof, the digest in the entry; without one,
 everything but the signature), and, with the log configured and reachable, consistency
@@ -16,7 +17,7 @@ offline verification, said in one line.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,6 +142,10 @@ class LockedRun:
     source: LockPinSource
     argv: list[str]
     notes: tuple[str, ...]
+    proofs: Callable[[], list[str]] | None = None
+    """With ``defer_proofs``: verifies the entry's public-log proof (raises
+    :class:`LockfileError` when it does not verify) and returns its note. The caller
+    runs it while the server boots, and gives the server nothing before it returned."""
 
 
 def find_lock(lock_file: str, start: Path | None = None) -> Path:
@@ -218,12 +223,14 @@ def prepare_locked_run(
     name: str | None,
     label: str,
     log: LogWanted = (None, None),
+    defer_proofs: bool = False,
 ) -> LockedRun | None:
     """Find the lock entry of ``argv`` (by ``--name`` first, then by command id).
 
     Returns ``None`` when the lock has no entry for it. Raises :class:`ToolpinError` when
     the lock is unusable (its public-log proof included, checked against ``log``) or the
-    command runs another package or version than the lock.
+    command runs another package or version than the lock. With ``defer_proofs`` the
+    public-log proof is not checked here: :attr:`LockedRun.proofs` checks it later.
     """
     path = find_lock(lock_file)
     servers = _lock_servers(
@@ -238,13 +245,25 @@ def prepare_locked_run(
         return None
     entry = servers[entry_name]
     run_argv = list(argv)
-    notes = _proof_notes(path.absolute(), entry_name, entry, log)
+    absolute = path.absolute()
+    proofs: Callable[[], list[str]] | None = None
+    if defer_proofs:
+        from toolpin.lockfile.native import PUBLIC_LOG
+
+        if PUBLIC_LOG in entry.extra:
+
+            def proofs() -> list[str]:
+                return _proof_notes(absolute, entry_name, entry, log)
+
+        notes: list[str] = []
+    else:
+        notes = _proof_notes(absolute, entry_name, entry, log)
     if entry.package is not None:
         run_argv, note = _hold_package(entry, run_argv)
         if note:
             notes.append(note)
     return LockedRun(
-        LockPinSource(path.absolute(), entry_name, entry, label), run_argv, tuple(notes)
+        LockPinSource(absolute, entry_name, entry, label), run_argv, tuple(notes), proofs
     )
 
 
