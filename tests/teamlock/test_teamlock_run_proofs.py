@@ -114,3 +114,24 @@ def test_an_entry_without_a_proof_runs_without_a_proof_line(
     answer, code, err = _run(project, "--log", log.url, "--vkey", log.key)
     assert "result" in answer and code == 0, err
     assert "proof:" not in err
+
+
+def test_a_server_refused_by_its_proof_never_receives_a_client_byte(
+    project: Project, servers: Servers, log: Published, tmp_path: Any
+) -> None:
+    """The proof check runs while the server boots, and the relay starts only after it
+    passes: a server whose lock the log contradicts is killed before it reads anything.
+    The same server with the log agreeing receives the client's ``initialize`` (so the
+    record below would show a byte that got through)."""
+    _locked_with_proof(project, servers, log)
+    seen = tmp_path / "received.jsonl"
+    servers.edit("notes", record=str(seen))  # the command line, so the lock, stays the same
+    answer, code, err = _run(project, "--log", log.url, "--vkey", log.key)
+    assert "result" in answer and code == 0, err
+    assert b'"initialize"' in seen.read_bytes()
+    seen.unlink()
+    notes = read_lock(project.lock_path).servers["notes"].snapshot
+    log.publish(log.writer(), {"x": other("shown"), "notes": notes, "y": other("alone")})
+    answer, code, err = _run(project, "--log", log.url, "--vkey", log.key)
+    assert not seen.exists() or seen.read_bytes() == b""
+    assert answer["error"]["code"] == UNVERIFIED and code == 2, err
