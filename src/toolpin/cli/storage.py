@@ -71,10 +71,5 @@ def serve_cmd(where: str, host: str, port: int, public: bool, allow_hosts: tuple
     server = LogServer(open_source(where), host, port, public=public, allowed_hosts=allow_hosts)
     click.echo(f"serving {server.source.name} at {server.url}")
     sys.stdout.flush()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.close()
+    server.serve_until_interrupted()
     return 0

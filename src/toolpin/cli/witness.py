@@ -121,12 +121,7 @@ def serve(
     click.echo(f"verifier key: {signer.key.text}")
     click.echo(f"logs: {len(logs.keys)}; state: {state.directory}")
     sys.stdout.flush()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.close()
+    server.serve_until_interrupted()
     return 0
 
 

@@ -31,7 +31,7 @@ site's in-browser verifier), so the server is trusted for availability only.
   and listening address, with the port, plus ``--allow-host`` values): 403 otherwise, so a
   web page cannot reach it through DNS rebinding. Loopback unless ``--public``.
 * **Caps**: at most :data:`~toolpin.util.httpserve.MAX_CLIENTS` connections at once, a
-  slow client dropped after :data:`READ_TIMEOUT` seconds.
+  slow client dropped after :data:`toolpin.util.httpserve.READ_TIMEOUT` seconds.
 
 Nothing a client sent is ever written back or printed: errors are fixed words.
 """
@@ -48,7 +48,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from toolpin.errors import InputError
 from toolpin.storage.folder import safe_rel
@@ -56,9 +56,8 @@ from toolpin.storage.layout import MAX_BLOB_BYTES, is_log_file, log_file_cap
 from toolpin.storage.s3 import content_type
 from toolpin.storage.sync import NO_CACHE, log_cache_control
 from toolpin.storage.url import is_bucket_url, parse_bucket_url
-from toolpin.util.httpserve import listen, own_hosts, require_loopback, shown_host
+from toolpin.util.httpserve import Listening, QuietHandler
 
-READ_TIMEOUT: Final = 15.0
 MAX_FILE_BYTES: Final = MAX_BLOB_BYTES
 """The largest file served (a blob's cap; pages, tiles and API files are far smaller)."""
 MAX_HEADERS_BYTES: Final = 64 << 10
@@ -283,7 +282,7 @@ def etag_matches(header: str | None, etag: str) -> bool:
     return False
 
 
-class LogServer:
+class LogServer(Listening):
     """The listening server. ``serve_forever`` blocks; ``close`` stops it."""
 
     def __init__(
@@ -295,20 +294,17 @@ class LogServer:
         public: bool = False,
         allowed_hosts: Iterable[str] = (),
     ) -> None:
-        require_loopback(host, public)
         self.source = source
-        self.host = host
         self._text = source.headers_text()
         self._rules = HeaderRules(self._text)
         self._rules_lock = threading.Lock()
-        self.server = listen(host, port, _handler(self))
-        self.port = int(self.server.server_address[1])
-        self.hosts = own_hosts(host, self.port, tuple(allowed_hosts))
-        self._thread: threading.Thread | None = None
+        super().__init__(
+            host, port, _handler(self), public=public, allowed_hosts=tuple(allowed_hosts)
+        )
 
     @property
     def url(self) -> str:
-        return f"http://{shown_host(self.host)}:{self.port}/"
+        return f"{self.base_url}/"
 
     def rules(self) -> HeaderRules:
         """The ``_headers`` rules (a folder's are read again when its ``_headers`` changes:
@@ -321,31 +317,10 @@ class LogServer:
                     self._text = text
         return self._rules
 
-    def serve_forever(self) -> None:
-        self.server.serve_forever(poll_interval=0.2)
-
-    def start(self) -> None:
-        """Serve on a background thread (tests, embedding)."""
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
 
 def _handler(owner: LogServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    class Handler(QuietHandler):
         server_version = "toolpin-log-serve"
-        sys_version = ""
-        timeout = READ_TIMEOUT
-        disable_nagle_algorithm = True
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # request lines carry client data: never printed
 
         def send_error(
             self, code: int, message: str | None = None, explain: str | None = None

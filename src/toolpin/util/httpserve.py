@@ -23,8 +23,20 @@ from toolpin.errors import InputError
 
 MAX_CLIENTS: Final = 64
 """Connections one server handles at once by default."""
+READ_TIMEOUT: Final = 15.0
+"""Seconds a silent client is waited for before its connection is dropped."""
 
-__all__ = ["MAX_CLIENTS", "is_loopback", "listen", "own_hosts", "require_loopback", "shown_host"]
+__all__ = [
+    "MAX_CLIENTS",
+    "READ_TIMEOUT",
+    "Listening",
+    "QuietHandler",
+    "is_loopback",
+    "listen",
+    "own_hosts",
+    "require_loopback",
+    "shown_host",
+]
 
 
 def is_loopback(host: str) -> bool:
@@ -113,3 +125,65 @@ def listen(
         return server_class((host, port), handler, max_clients)
     except OSError as exc:
         raise InputError(f"cannot listen on {host}:{port} ({exc.strerror})") from None
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1, no Nagle delay, a read timeout, no Python version in ``Server``, and no
+    request line ever printed (it carries what a client sent)."""
+
+    protocol_version = "HTTP/1.1"
+    sys_version = ""
+    timeout = READ_TIMEOUT
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+class Listening:
+    """A listening server's life: :meth:`serve_forever` blocks, :meth:`start` serves on a
+    background thread (tests, embedding), :meth:`close` stops it,
+    :meth:`serve_until_interrupted` is what a command does."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        handler: type[BaseHTTPRequestHandler],
+        *,
+        public: bool,
+        allowed_hosts: tuple[str, ...] = (),
+        max_clients: int | None = MAX_CLIENTS,
+    ) -> None:
+        require_loopback(host, public)
+        self.host = host
+        self.server = listen(host, port, handler, max_clients=max_clients)
+        self.port = int(self.server.server_address[1])
+        self.hosts = own_hosts(host, self.port, allowed_hosts)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{shown_host(self.host)}:{self.port}"
+
+    def serve_forever(self) -> None:
+        self.server.serve_forever(poll_interval=0.2)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def serve_until_interrupted(self) -> None:
+        """Serve until Ctrl-C (or SIGINT), then close."""
+        try:
+            self.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.close()

@@ -8,7 +8,7 @@
   not ``http://`` one of those: a web page cannot reach the witness through DNS rebinding.
 * **bodies**: a ``Content-Length`` is required (411; chunked bodies are refused) and at
   most :data:`~toolpin.witness.cosigner.MAX_REQUEST_BYTES` (413, unread, the connection
-  closed). A slow client is dropped after :data:`READ_TIMEOUT` seconds.
+  closed). A slow client is dropped after :data:`toolpin.util.httpserve.READ_TIMEOUT` seconds.
 * anything else than ``POST /add-checkpoint`` is 404 (405 for another method there).
 
 Nothing a client sent is ever written back or to the console: answers and events are
@@ -17,17 +17,15 @@ fixed words (see :mod:`toolpin.witness.cosigner`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Final
+from typing import Final
 
 from toolpin.errors import InputError
-from toolpin.util.httpserve import is_loopback, listen, own_hosts, require_loopback, shown_host
+from toolpin.util.httpserve import Listening, QuietHandler, is_loopback
 from toolpin.witness.cosigner import MAX_REQUEST_BYTES, TEXT_TYPE, Answer, Witness
 
 PATH: Final = "/add-checkpoint"
-READ_TIMEOUT: Final = 15.0
 
 __all__ = ["PATH", "WitnessServer", "is_loopback", "parse_listen"]
 
@@ -44,7 +42,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-class WitnessServer:
+class WitnessServer(Listening):
     """The listening witness. ``serve_forever`` blocks; ``close`` stops it."""
 
     def __init__(
@@ -57,48 +55,24 @@ class WitnessServer:
         allowed_hosts: Iterable[str] = (),
         log: Callable[[str], None] | None = None,
     ) -> None:
-        require_loopback(host, public)
         self.witness = witness
-        self.host = host
         self.log = log
         allowed_hosts = tuple(allowed_hosts)
-        self.server = listen(host, port, _handler(self), max_clients=None)
-        self.port = int(self.server.server_address[1])
-        self.hosts = own_hosts(host, self.port, allowed_hosts)
+        super().__init__(
+            host, port, _handler(self), public=public, allowed_hosts=allowed_hosts, max_clients=None
+        )
         self.origins = frozenset(f"http://{h}" for h in self.hosts) | frozenset(
             f"https://{h}" for h in allowed_hosts
         )
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        return f"http://{shown_host(self.host)}:{self.port}"
-
-    def serve_forever(self) -> None:
-        self.server.serve_forever(poll_interval=0.2)
-
-    def start(self) -> None:
-        """Serve on a background thread (tests, embedding)."""
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        return self.base_url
 
 
 def _handler(owner: WitnessServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    class Handler(QuietHandler):
         server_version = "toolpin-witness"
-        sys_version = ""
-        timeout = READ_TIMEOUT
-        disable_nagle_algorithm = True
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # request lines carry client data: never printed
 
         def _send(self, answer: Answer, *, close: bool = False, **extra: str) -> None:
             self.send_response(answer.status)
