@@ -200,6 +200,19 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def add_version(
+    servers: dict[str, ServerHistory], index: int, leaf: bytes, value: Mapping[str, Any]
+) -> bool:
+    """Add entry ``index`` (``value``, its ``leaf`` hash) to its server's history;
+    ``False`` when it is not an entry the site reads as a version."""
+    found = _version(index, leaf, value)
+    if found is None:
+        return False
+    server_id, version = found
+    servers.setdefault(server_id, ServerHistory(server_id)).versions.append(version)
+    return True
+
+
 def _version(index: int, leaf: bytes, value: Mapping[str, Any]) -> tuple[str, Version] | None:
     """The version a decoded entry records, or ``None`` when it is not one we can show."""
     if value.get("type") != RECORD_TYPE or value.get("v") != 1:
@@ -344,12 +357,8 @@ def _read(log_dir: Path) -> Entries:
             continue
         if observations is not None:
             observations.append(observation_of(value, leaf))
-        found = _version(index, leaf, value)
-        if found is None:
+        if not add_version(servers, index, leaf, value):
             unreadable += 1
-            continue
-        server_id, version = found
-        servers.setdefault(server_id, ServerHistory(server_id)).versions.append(version)
     return Entries(
         log.checkpoint, log.checkpoint_note or "", servers, unreadable, leaves, observations
     )

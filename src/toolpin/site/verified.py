@@ -248,7 +248,7 @@ def _since(log_dir: Path, vkey: Verifier, reading: _Reading, state: Path | None)
         tile_path,
     )
     from toolpin.publog.verify import _older_partials
-    from toolpin.site.model import _version
+    from toolpin.site.model import add_version
 
     def read(rel: str) -> bytes:
         return read_bounded(log_dir / rel, max_file_bytes(rel))
@@ -295,12 +295,8 @@ def _since(log_dir: Path, vkey: Verifier, reading: _Reading, state: Path | None)
             leaves.append(leaf)
             if observations is not None:
                 observations.append(observation_of(value, leaf))
-            found = _version(index, leaf, value)
-            if found is None:
+            if not add_version(servers, index, leaf, value):
                 unreadable += 1
-                continue
-            sid, version = found
-            servers.setdefault(sid, ServerHistory(sid)).versions.append(version)
     if len(leaves) != size:
         raise _Stale("not every new entry was read")
     levels = tree_levels(leaves)
