@@ -56,3 +56,17 @@ def conversation_timeout_option(help: str) -> Callable[[FC], FC]:
         type=click.FloatRange(0, min_open=True),
         help=help,
     )
+
+
+def public_listen_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--public`` and ``--allow-host`` (repeatable), for the commands that listen
+    (``log serve``, ``log witness serve``)."""
+    func = click.option(
+        "--allow-host",
+        "allow_hosts",
+        multiple=True,
+        help="Another Host value to answer to (HOST:PORT, as clients send it); repeatable.",
+    )(func)
+    return click.option("--public", is_flag=True, help="Allow a non-loopback listening address.")(
+        func
+    )

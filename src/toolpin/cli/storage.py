@@ -11,6 +11,7 @@ import click
 
 from toolpin.cli.output_options import json_option
 from toolpin.cli.publog_options import pinned_vkey_option
+from toolpin.cli.server_options import public_listen_options
 
 
 @click.command("publish")
@@ -51,13 +52,7 @@ def publish_cmd(log_dir: str, vkey: str, dest: str, as_json: bool) -> int:
     type=click.IntRange(0, 65535),
     help="The port (0: any free one; the URL is printed).",
 )
-@click.option("--public", is_flag=True, help="Allow a non-loopback listening address.")
-@click.option(
-    "--allow-host",
-    "allow_hosts",
-    multiple=True,
-    help="Another Host value to answer to (HOST:PORT, as clients send it); repeatable.",
-)
+@public_listen_options
 def serve_cmd(where: str, host: str, port: int, public: bool, allow_hosts: tuple[str, ...]) -> int:
     """Serve a published log and site read-only over HTTP until interrupted.
 

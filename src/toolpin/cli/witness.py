@@ -14,6 +14,7 @@ import click
 
 from toolpin.cli.output_options import json_option
 from toolpin.cli.publog_options import log_dir_option, pinned_vkey_option, request_timeout_option
+from toolpin.cli.server_options import public_listen_options
 
 if TYPE_CHECKING:
     from toolpin.publog.note import Verifier
@@ -71,13 +72,7 @@ def keygen(name: str, out: str) -> int:
     help="Where the latest cosigned checkpoint of each log is kept "
     "(default: TOOLPIN_HOME/witness).",
 )
-@click.option("--public", is_flag=True, help="Allow a non-loopback listening address.")
-@click.option(
-    "--allow-host",
-    "allow_hosts",
-    multiple=True,
-    help="Another Host value to answer to (HOST:PORT, as clients send it); repeatable.",
-)
+@public_listen_options
 def serve(
     key_file: str,
     logs_file: str,
