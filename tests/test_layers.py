@@ -70,13 +70,14 @@ PROXY_MODULES = {
     "toolpin.proxy.known_page",
     "toolpin.proxy.relay",
     "toolpin.proxy.session",
+    "toolpin.proxy.settings",
     "toolpin.proxy.spawn",
     "toolpin.proxy.start",
 }
 """``proxy/`` is the stdio proxy and nothing else: the relay, the server channel and the
 child process, the session with its classifier and page index, and ``toolpin run``'s
-start-up. The remote transports (HTTP, SSE, OAuth, the gateway) live in ``remote/``,
-which builds on these; ``proxy/`` never imports ``remote/`` (the layer map says so)."""
+start-up with its settings. The remote transports (HTTP, SSE, OAuth, the gateway) live in
+``remote/``, which builds on these; ``proxy/`` never imports ``remote/`` (the layer map says so)."""
 
 THIRD_PARTY_HOMES = {
     "click": {"cli"},

@@ -84,14 +84,20 @@ def main(argv: list[str] | None = None) -> None:
             from toolpin.errors import ToolpinError
 
             try:
-                if "url" in parsed:
+                from toolpin.proxy.settings import RunSettings
+
+                url, argv = parsed.pop("url", None), parsed.pop("argv", None)
+                if url is not None:
                     from toolpin.remote.start import run_remote_proxy
 
-                    code = run_remote_proxy(**parsed)
+                    headers, transport = parsed.pop("headers", ()), parsed.pop("transport", "auto")
+                    code = run_remote_proxy(
+                        url, RunSettings(**parsed), headers=headers, transport=transport
+                    )
                 else:
                     from toolpin.proxy.start import run_proxy
 
-                    code = run_proxy(**parsed)
+                    code = run_proxy(argv, RunSettings(**parsed))
             except ToolpinError as exc:
                 sys.stderr.write(f"toolpin: {exc.diagnostics()}\n")
                 code = exc.exit_code

@@ -362,8 +362,9 @@ def test_with_a_log_a_matched_session_never_imports_the_evidence_package(
     code = (
         "import sys\n"
         "from pathlib import Path\n"
+        "from toolpin.proxy.settings import RunSettings\n"
         "from toolpin.proxy.start import public_check\n"
-        f"wanted = ('http://127.0.0.1:9/', {str(key)!r}, False, None)\n"
+        f"wanted = RunSettings(log='http://127.0.0.1:9/', vkey={str(key)!r})\n"
         f"check = public_check({str(tmp_path)!r}, wanted)\n"
         "assert check is not None and not isinstance(check, str), check\n"
         "print(sorted(m for m in sys.modules if m.startswith('toolpin.evidence')))\n"

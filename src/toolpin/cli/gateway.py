@@ -6,7 +6,13 @@ from __future__ import annotations
 import click
 
 from toolpin.cli.log_options import accept_public_after_option, log_options
-from toolpin.cli.remote_options import header_option, quiet_option, transport_option
+from toolpin.cli.remote_options import (
+    header_option,
+    pass_run_settings,
+    quiet_option,
+    transport_option,
+)
+from toolpin.proxy.settings import RunSettings
 
 
 @click.command("gateway")
@@ -34,20 +40,9 @@ from toolpin.cli.remote_options import header_option, quiet_option, transport_op
 )
 @log_options
 @accept_public_after_option
+@pass_run_settings
 def gateway_command(
-    listen: str,
-    url: str,
-    name: str | None,
-    headers: tuple[str, ...],
-    transport: str,
-    timeout: float,
-    quiet: bool,
-    lock: str | None,
-    only_locked: bool,
-    log_url: str | None,
-    vkey: str | None,
-    require_public: bool,
-    accept_after: int | None,
+    settings: RunSettings, listen: str, url: str, headers: tuple[str, ...], transport: str
 ) -> int:
     """Serve a remote MCP server on this machine over Streamable HTTP, checked like
     `toolpin run --url` (held until verified, every listing checked, both eras).
@@ -64,20 +59,7 @@ def gateway_command(
     from toolpin.remote.start import gateway_options
 
     parse_listen(listen)  # before anything is read or written
-    target, options = gateway_options(
-        url,
-        name=name,
-        headers=headers,
-        transport=transport,
-        timeout=timeout,
-        quiet=quiet,
-        lock=lock,
-        only_locked=only_locked,
-        log=log_url,
-        vkey=vkey,
-        require_public=require_public,
-        accept_after=accept_after,
-    )
+    target, options = gateway_options(url, settings, headers=headers, transport=transport)
 
     def log(text: str) -> None:
         click.echo(text, err=True)

@@ -3,13 +3,17 @@ on every start path."""
 
 from __future__ import annotations
 
-from functools import partial
-
 import click
 
 from toolpin.cli.log_options import accept_public_after_option, log_options
-from toolpin.cli.remote_options import header_option, quiet_option, transport_option
+from toolpin.cli.remote_options import (
+    header_option,
+    pass_run_settings,
+    quiet_option,
+    transport_option,
+)
 from toolpin.cli.server_options import server_argv, server_command, server_command_argument
+from toolpin.proxy.settings import RunSettings
 
 
 @server_command("run")
@@ -42,19 +46,12 @@ from toolpin.cli.server_options import server_argv, server_command, server_comma
 @log_options
 @accept_public_after_option
 @server_command_argument
+@pass_run_settings
 def run_command(
-    name: str | None,
-    timeout: float,
-    quiet: bool,
-    lock: str | None,
-    only_locked: bool,
+    settings: RunSettings,
     url: str | None,
     headers: tuple[str, ...],
     transport: str,
-    log_url: str | None,
-    vkey: str | None,
-    require_public: bool,
-    accept_after: int | None,
     command: tuple[str, ...],
 ) -> int:
     """Sit in front of an MCP server: pin on first run, verify on every later one.
@@ -79,23 +76,11 @@ def run_command(
             raise click.UsageError("give either --url or a server command after --, not both")
         from toolpin.remote.start import run_remote_proxy
 
-        start = partial(run_remote_proxy, url, headers=headers, transport=transport)
-    else:
-        if headers or transport != "auto":
-            raise click.UsageError("--header and --transport go with --url")
-        if not argv:
-            raise click.UsageError("give the server command after --, or --url URL")
-        from toolpin.proxy.start import run_proxy
+        return run_remote_proxy(url, settings, headers=headers, transport=transport)
+    if headers or transport != "auto":
+        raise click.UsageError("--header and --transport go with --url")
+    if not argv:
+        raise click.UsageError("give the server command after --, or --url URL")
+    from toolpin.proxy.start import run_proxy
 
-        start = partial(run_proxy, argv)
-    return start(
-        name=name,
-        timeout=timeout,
-        quiet=quiet,
-        lock=lock,
-        only_locked=only_locked,
-        log=log_url,
-        vkey=vkey,
-        require_public=require_public,
-        accept_after=accept_after,
-    )
+    return run_proxy(argv, settings)

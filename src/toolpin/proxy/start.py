@@ -34,49 +34,35 @@ if TYPE_CHECKING:
     from toolpin.pins.publiclog import PublicCheck
     from toolpin.pins.source import PinSource
     from toolpin.proxy.session import ProxyOptions
+    from toolpin.proxy.settings import RunSettings
 
 
-def run_proxy(
-    argv: Sequence[str],
-    *,
-    name: str | None = None,
-    timeout: float = 30.0,
-    quiet: bool = False,
-    lock: str | None = None,
-    only_locked: bool = False,
-    log: str | None = None,
-    vkey: str | None = None,
-    require_public: bool = False,
-    accept_after: int | None = None,
-) -> int:
+def run_proxy(argv: Sequence[str], settings: RunSettings) -> int:
     """Run ``toolpin run`` for ``argv``; returns the exit code.
 
-    ``lock`` makes the team lock entry of this server the pin (:mod:`toolpin.team.lock`);
-    ``only_locked`` refuses a server the lock does not list. Otherwise the local pin store
-    is used (trust on first use).
-
-    ``log`` and ``vkey`` (or the environment, or ``TOOLPIN_HOME/config.json``) name a
-    public log to consult at a first pin and at a block (:mod:`toolpin.pins.publiclog`);
-    ``require_public`` refuses a first pin the log never recorded; ``accept_after``
-    (days) accepts a change the log recorded that long, aimed at nothing the model reads.
+    ``settings.lock`` makes the team lock entry of this server the pin
+    (:mod:`toolpin.team.lock`); ``settings.only_locked`` refuses a server the lock does not
+    list. Otherwise the local pin store is used (trust on first use). The public log
+    settings are consulted at a first pin and at a block (:mod:`toolpin.pins.publiclog`);
+    :class:`toolpin.proxy.settings.RunSettings` says what each one does.
     """
-    wanted: Wanted = (log, vkey, require_public, accept_after)
+    name, timeout, quiet, lock = settings.name, settings.timeout, settings.quiet, settings.lock
     command_id = server_id(argv)
     label = name if name else default_label(argv)
-    if lock is not None or only_locked:
+    if lock is not None or settings.only_locked:
         locked = _locked_run(
             argv,
             lock,
-            only_locked=only_locked,
+            only_locked=settings.only_locked,
             name=name,
             label=label,
             sid=command_id,
-            log=(log, vkey),
+            log=settings.log_key,
         )
         if isinstance(locked, int):
             return locked  # refused
         if locked is not None:
-            return _run_locked(locked, label=label, timeout=timeout, quiet=quiet, wanted=wanted)
+            return _run_locked(locked, label=label, settings=settings)
         # Not in the lock (and --only-locked not given): this machine's pin, as without it.
     home = _home()
     sid, named = pin_id(home, argv, name, command_id)
@@ -85,7 +71,7 @@ def run_proxy(
         return _store_refusal(label, sid, problem)
     proc = spawn_server(argv, label)
     # Everything below runs while the server boots.
-    public = public_check(home, wanted)
+    public = public_check(home, settings)
     if isinstance(public, str):
         kill_unused(proc)
         return _log_refusal(label, sid, public)
@@ -133,16 +119,21 @@ def run_proxy(
     return run(options, SubprocessChannel(proc))
 
 
-Wanted = tuple[str | None, str | None, bool, int | None]
-"""``--log``, ``--vkey``, ``--require-public`` and ``--accept-public-after`` as given."""
+def public_check(home: str, given: RunSettings) -> PublicCheck | str | None:
+    """The public log to consult, ``None`` for none, or why the setting cannot be used."""
+    try:
+        return public_log(home, given)
+    except ToolpinError as exc:
+        return exc.diagnostics()
 
 
-def public_check(home: str, wanted: Wanted) -> PublicCheck | str | None:
-    """The public log to consult, ``None`` for none, or why the setting cannot be used.
+def public_log(home: str, given: RunSettings) -> PublicCheck | None:
+    """The public log to consult, ``None`` for none; raises :class:`ToolpinError` for a
+    setting that cannot be used (a half setting, an unreadable key or config file).
 
     Nothing is imported unless a flag, the environment or a config file may name a log.
     """
-    log, vkey, require, days = wanted
+    log, vkey, require, days = given.log, given.vkey, given.require_public, given.accept_after
     if not (
         log is not None
         or vkey is not None
@@ -156,11 +147,8 @@ def public_check(home: str, wanted: Wanted) -> PublicCheck | str | None:
 
     from toolpin.pins.publiclog import PublicCheck, settings
 
-    try:
-        found = settings(Path(home), url=log, vkey=vkey, require_public=require, accept_after=days)
-        return None if found is None else PublicCheck(found, Path(home))
-    except ToolpinError as exc:
-        return exc.diagnostics()
+    found = settings(Path(home), url=log, vkey=vkey, require_public=require, accept_after=days)
+    return None if found is None else PublicCheck(found, Path(home))
 
 
 _LOG_ENV = ("TOOLPIN_LOG", "TOOLPIN_LOG_VKEY", "TOOLPIN_REQUIRE_PUBLIC")
@@ -293,31 +281,25 @@ def not_in_lock(label: str, lock: str, *, server: str, only_locked: bool) -> int
     return None
 
 
-def _run_locked(
-    locked: Any,
-    *,
-    label: str,
-    timeout: float,
-    quiet: bool,
-    wanted: Wanted = (None, None, False, None),
-) -> int:
+def _run_locked(locked: Any, *, label: str, settings: RunSettings) -> int:
     """Run the proxy with a team lock entry as the pin (no trust on first use)."""
     from toolpin.core.render import visible
     from toolpin.proxy.channel import SubprocessChannel
     from toolpin.proxy.relay import run
 
+    quiet = settings.quiet
     if not quiet:
         for note in locked.notes:
             sys.stderr.write(f"toolpin: {visible(note)}\n")
     proc = spawn_server(locked.argv, label)
     sid = locked.source.entry.server_id or server_id(locked.argv)
     proofs = _ProofCheck(locked.proofs) if locked.proofs is not None else None
-    public = public_check(_home(), wanted)
+    public = public_check(_home(), settings)
     if isinstance(public, str):
         kill_unused(proc)
         return _log_refusal(label, sid, public)
     options = session_options(
-        label, sid, locked.source, timeout=timeout, quiet=quiet, public=public
+        label, sid, locked.source, timeout=settings.timeout, quiet=quiet, public=public
     )
     if proofs is not None:
         # The relay has not started: the server has had no byte from the client.

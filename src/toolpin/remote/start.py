@@ -22,6 +22,7 @@ from toolpin.proxy.start import (
     only_locked_without_lock,
     precheck_pin,
     public_check,
+    public_log,
     refuse,
     session_options,
 )
@@ -29,30 +30,24 @@ from toolpin.proxy.start import (
 if TYPE_CHECKING:
     from toolpin.pins.source import PinSource
     from toolpin.proxy.session import ProxyOptions
+    from toolpin.proxy.settings import RunSettings
     from toolpin.remote.target import RemoteTarget
 
 
 def run_remote_proxy(
     url: str,
+    settings: RunSettings,
     *,
-    name: str | None = None,
     headers: Sequence[str] = (),
     transport: str = "auto",
-    timeout: float = 30.0,
-    quiet: bool = False,
-    lock: str | None = None,
-    only_locked: bool = False,
-    log: str | None = None,
-    vkey: str | None = None,
-    require_public: bool = False,
-    accept_after: int | None = None,
 ) -> int:
-    """Run ``toolpin run --url URL``; returns the exit code. ``log``, ``vkey`` and
-    ``require_public``, ``accept_after`` as for :func:`toolpin.proxy.start.run_proxy`."""
+    """Run ``toolpin run --url URL``; returns the exit code. ``settings`` as for
+    :func:`toolpin.proxy.start.run_proxy`."""
     from toolpin.core.render import visible
     from toolpin.pins.serverid import remote_server_id
     from toolpin.remote.target import make_target
 
+    name = settings.name
     label = name or "remote server"
     try:
         target = make_target(url, name=name, headers=headers, transport=transport)
@@ -69,10 +64,8 @@ def run_remote_proxy(
     sid = remote_server_id(target.url, target.name)
 
     source: PinSource | None = None
-    if lock is not None or only_locked:
-        locked = _locked_source(
-            target, sid, lock, only_locked=only_locked, log=(log, vkey), quiet=quiet
-        )
+    if settings.lock is not None or settings.only_locked:
+        locked = _locked_source(target, sid, settings)
         if isinstance(locked, int):
             return locked
         source = locked
@@ -93,42 +86,45 @@ def run_remote_proxy(
             from toolpin.proxy.start import _store_refusal
 
             return _store_refusal(label, sid, exc.diagnostics())
-    public = public_check(_home(), (log, vkey, require_public, accept_after))
+    public = public_check(_home(), settings)
     if isinstance(public, str):
         return _log_refusal(label, sid, public)
-    options = session_options(label, sid, source, timeout=timeout, quiet=quiet, public=public)
+    options = session_options(
+        label, sid, source, timeout=settings.timeout, quiet=settings.quiet, public=public
+    )
     from toolpin.remote.channel import run_remote
 
     return run_remote(target, options)
 
 
-def _locked_source(
-    target: RemoteTarget,
-    sid: str,
-    lock: str | None,
-    *,
-    only_locked: bool,
-    log: tuple[str | None, str | None] = (None, None),
-    quiet: bool = False,
-) -> PinSource | int | None:
+def _locked_source(target: RemoteTarget, sid: str, settings: RunSettings) -> PinSource | int | None:
     """The team lock's pin source for this remote server, ``None`` when the lock does not
     list it (and --only-locked is not given), or the exit code of a refusal."""
 
     label = target.label
+    lock = settings.lock
     if lock is None:
         return only_locked_without_lock(label, server=sid)
-    from toolpin.team.run import prepare_locked_remote
-
-    notes: list[str] = []
     try:
-        source = prepare_locked_remote(
-            lock, target.url, name=target.name, label=label, log=log, notes=notes
-        )
+        source = _lock_entry(target, lock, settings)
     except ToolpinError as exc:
         return lock_unusable(label, exc, server=sid)
     if source is None:
-        return not_in_lock(label, lock, server=sid, only_locked=only_locked)
-    if not quiet:
+        return not_in_lock(label, lock, server=sid, only_locked=settings.only_locked)
+    return source
+
+
+def _lock_entry(target: RemoteTarget, lock: str, settings: RunSettings) -> PinSource | None:
+    """The pin source of this remote server's entry in the team lock ``lock``, ``None``
+    when the lock does not list it; the lock's notes go to stderr unless quiet. Raises
+    :class:`ToolpinError` for a lock that cannot be used."""
+    from toolpin.team.run import prepare_locked_remote
+
+    notes: list[str] = []
+    source = prepare_locked_remote(
+        lock, target.url, name=target.name, label=target.label, log=settings.log_key, notes=notes
+    )
+    if not settings.quiet:
         import sys
 
         for note in notes:
@@ -138,24 +134,16 @@ def _locked_source(
 
 def gateway_options(
     url: str,
+    settings: RunSettings,
     *,
-    name: str | None = None,
     headers: Sequence[str] = (),
     transport: str = "auto",
-    timeout: float = 30.0,
-    quiet: bool = False,
-    lock: str | None = None,
-    only_locked: bool = False,
-    log: str | None = None,
-    vkey: str | None = None,
-    require_public: bool = False,
-    accept_after: int | None = None,
 ) -> tuple[RemoteTarget, ProxyOptions]:
     """The target and session options of ``toolpin gateway`` (the same pin source as
     ``toolpin run --url``: the team lock's entry, else the local store; the same public
-    log, from ``log``/``vkey``, the environment or ``TOOLPIN_HOME/config.json``, with
-    ``require_public`` and ``accept_after``). Raises :class:`ToolpinError` (the gateway
-    refuses to start; exit 2), for a log setting that cannot be used too."""
+    log, from ``settings``, the environment or ``TOOLPIN_HOME/config.json``). Raises
+    :class:`ToolpinError` (the gateway refuses to start; exit 2), for a log setting that
+    cannot be used too."""
     from pathlib import Path
 
     from toolpin.errors import InputError
@@ -163,38 +151,23 @@ def gateway_options(
     from toolpin.pins.store import PinStore, StorePinSource
     from toolpin.remote.target import make_target
 
-    target = make_target(url, name=name, headers=headers, transport=transport)
+    target = make_target(url, name=settings.name, headers=headers, transport=transport)
     sid = remote_server_id(target.url, target.name)
     source: PinSource | None = None
-    if only_locked and lock is None:
+    lock = settings.lock
+    if settings.only_locked and lock is None:
         raise InputError("--only-locked needs --lock FILE")
     if lock is not None:
-        from toolpin.team.run import prepare_locked_remote
-
-        notes: list[str] = []
-        source = prepare_locked_remote(
-            lock, target.url, name=target.name, label=target.label, log=(log, vkey), notes=notes
-        )
-        if not quiet:
-            import sys
-
-            for note in notes:
-                sys.stderr.write(f"toolpin: {note}\n")
-        if source is None and only_locked:
+        source = _lock_entry(target, lock, settings)
+        if source is None and settings.only_locked:
             raise InputError(
                 f"{lock} does not list this server and --only-locked is given",
                 advice="Add it to the config and run `toolpin lock`, or drop --only-locked.",
             )
     if source is None:
         source = StorePinSource(PinStore(Path(_home())), sid, target.label)
-    from toolpin.pins.publiclog import PublicCheck, settings
-
-    home = Path(_home())
-    found = settings(
-        home, url=log, vkey=vkey, require_public=require_public, accept_after=accept_after
-    )
-    public = None if found is None else PublicCheck(found, home)  # a bad key file stops here
+    public = public_log(_home(), settings)  # a bad key file stops here
     options = session_options(
-        target.label, sid, source, timeout=timeout, quiet=quiet, public=public
+        target.label, sid, source, timeout=settings.timeout, quiet=settings.quiet, public=public
     )
     return target, options
