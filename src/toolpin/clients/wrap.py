@@ -302,6 +302,19 @@ def _documents(
         yield location, path, data, doc
 
 
+def _edited(
+    location: ConfigLocation,
+    path: Path,
+    data: bytes,
+    doc: ConfigDocument,
+    plans: list[EntryPlan],
+    servers: int,
+) -> FilePlan:
+    """The plan of one file as ``doc`` now reads (``data``: its bytes before), ``servers``
+    server entries in it; the caller adds what the journal should record."""
+    return FilePlan(location, path, tuple(plans), data, doc.text().encode("utf-8"), servers=servers)
+
+
 def plan_wrap(
     locations: Iterable[ConfigLocation],
     *,
@@ -343,19 +356,8 @@ def plan_wrap(
             plans.append(plan)
             if added:
                 journal_add.append(journal_key(path, entry))
-        after = doc.text().encode("utf-8")
-        files.append(
-            FilePlan(
-                location,
-                path,
-                tuple(plans),
-                data,
-                after,
-                journal_add=tuple(journal_add),
-                remote_add=tuple(remote_add),
-                servers=len(entries),
-            )
-        )
+        edited = _edited(location, path, data, doc, plans, len(entries))
+        files.append(replace(edited, journal_add=tuple(journal_add), remote_add=tuple(remote_add)))
     return Plan("wrap", tuple(files), searched)
 
 
@@ -482,18 +484,9 @@ def plan_unwrap(
             if key in notes:
                 removed.append(key)
             plans.append(EntryPlan(entry.name, entry.scope, "unprotect"))
-        after = doc.text().encode("utf-8")
+        edited = _edited(location, path, data, doc, plans, len(entries))
         files.append(
-            FilePlan(
-                location,
-                path,
-                tuple(plans),
-                data,
-                after,
-                journal_remove=tuple(removed),
-                remote_remove=tuple(remote_removed),
-                servers=len(entries),
-            )
+            replace(edited, journal_remove=tuple(removed), remote_remove=tuple(remote_removed))
         )
     return Plan("unwrap", tuple(files), searched)
 
