@@ -247,30 +247,26 @@ def compare_listings(
     same = tuple(sorted(k for k in new_map if k in old_map and new_map[k].hash == old_map[k].hash))
     renames = _renames(kind, [old_map[k] for k in removed], [new_map[k] for k in added])
     out: list[ItemChange] = []
-    for key in added:
-        extra = (lab.rename_label(renames[key]),) if key in renames else ()
-        # Every text rule runs over the whole new definition (as against nothing).
-        signals = lab.text_signals("", _text_of(new_map[key]))
-        out.append(
-            ItemChange(
-                kind=kind,
-                key=key,
-                status=ADDED,
-                new=new_map[key],
-                labels=lab.sort_labels((lab.added_label(kind.value), *signals, *extra)),
+    whole: tuple[tuple[Status, list[str]], ...] = ((ADDED, added), (REMOVED, removed))
+    for status, keys in whole:
+        for key in keys:
+            if status == ADDED:
+                # Every text rule runs over the whole new definition (as against nothing).
+                signals = lab.text_signals("", _text_of(new_map[key]))
+                first: tuple[Label, ...] = (lab.added_label(kind.value), *signals)
+            else:
+                first = (lab.REMOVED,)
+            extra = (lab.rename_label(renames[key]),) if key in renames else ()
+            out.append(
+                ItemChange(
+                    kind=kind,
+                    key=key,
+                    status=status,
+                    old=old_map.get(key),  # None for an added key
+                    new=new_map.get(key),  # None for a removed one
+                    labels=lab.sort_labels((*first, *extra)),
+                )
             )
-        )
-    for key in removed:
-        extra = (lab.rename_label(renames[key]),) if key in renames else ()
-        out.append(
-            ItemChange(
-                kind=kind,
-                key=key,
-                status=REMOVED,
-                old=old_map[key],
-                labels=lab.sort_labels((lab.REMOVED, *extra)),
-            )
-        )
     out.extend(explain_change(kind, old_map[key], new_map[key]) for key in changed)
     return out, same
 
