@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 from toolpin.core.render import counted
 from toolpin.crawl.caches import SharedCaches
@@ -359,15 +359,21 @@ _Start = tuple[Sequence[str], dict[str, str], str | None, PackageCoords | None]
 """How to start a server: argv, environment, working directory, and its package."""
 
 
-def _start_config_server(
-    candidate: Candidate,
-    opts: CrawlOptions,
-    ctx: _Context,
-    home: Path,
-    scratch: Path,
-    found: _Found,
-) -> _Start:
+class _StdioJob(NamedTuple):
+    """One stdio probe's candidate and settings, what it learns as it goes, and its own
+    folders: ``home`` (the server's HOME) inside ``scratch`` (removed after the probe)."""
+
+    candidate: Candidate
+    opts: CrawlOptions
+    ctx: _Context
+    found: _Found
+    home: Path
+    scratch: Path
+
+
+def _start_config_server(job: _StdioJob) -> _Start:
     """A local config's server: its package resolved and pinned, installed first."""
+    candidate, opts, ctx, found, home, scratch = job
     argv: Sequence[str] = candidate.argv
     prefetch = None
     package = None
@@ -407,15 +413,9 @@ def _start_config_server(
     return argv, env, candidate.cwd, package
 
 
-def _start_listed_package(
-    candidate: Candidate,
-    opts: CrawlOptions,
-    ctx: _Context,
-    home: Path,
-    scratch: Path,
-    found: _Found,
-) -> _Start:
+def _start_listed_package(job: _StdioJob) -> _Start:
     """A package from a public listing: installed in ``scratch``, started without caches."""
+    candidate, opts, ctx, found, home, scratch = job
     from toolpin.crawl.install import install
 
     assert candidate.package is not None
@@ -450,7 +450,7 @@ def _probe_stdio_candidate(
         home = scratch / "home"
         home.mkdir(mode=0o700)
         start = _start_config_server if candidate.argv else _start_listed_package
-        argv, env, cwd, package = start(candidate, opts, ctx, home, scratch, found)
+        argv, env, cwd, package = start(_StdioJob(candidate, opts, ctx, found, home, scratch))
         outcome = probe_sandboxed(argv, env=env, cwd=cwd, timeout=opts.timeout)
         check_limits(outcome.result.snapshot)
         return Observation(
@@ -547,10 +547,52 @@ def _package_changed(old: PackageCoords | None, new: PackageCoords | None) -> bo
 # -------------------------------------------------------------------------------- crawl
 
 
+@dataclass(frozen=True)
+class _Selection:
+    """What a crawl (or one shard's part of it) probes: the discovery, the candidates to
+    probe, the opted-out ones, and how many were found in all."""
+
+    found: Discovery
+    candidates: list[Candidate]
+    dropped: list[Candidate]
+    total: int
+
+    def probe(
+        self, opts: CrawlOptions, progress: Callable[[CrawlEvent], None] | None
+    ) -> list[_Outcome]:
+        """Probe the candidates (after a ``start`` event), as :func:`probe_all`."""
+        if progress is not None:
+            progress(CrawlEvent("start", 0, len(self.candidates)))
+        return probe_all(self.candidates, opts, progress)
+
+    def summary(
+        self,
+        ran_at: str,
+        started: float,
+        results: Sequence[ServerResult],
+        *,
+        log_size: int = 0,
+        appended: int = 0,
+        replayed: int = 0,
+    ) -> CrawlSummary:
+        """The run's summary (``started``: its ``time.monotonic()`` at the start)."""
+        return CrawlSummary(
+            ran_at=ran_at,
+            duration_s=time.monotonic() - started,
+            candidates=self.total,
+            opted_out=len(self.dropped),
+            results=tuple(results),
+            log_size=log_size,
+            appended=appended,
+            sources=tuple(self.found.reports),
+            replayed=replayed,
+        )
+
+
 def _select(
     opts: CrawlOptions, state: CrawlState, progress: Callable[[CrawlEvent], None] | None
-) -> tuple[Discovery, list[Candidate], list[Candidate], int]:
-    """``(discovery, to probe, opted out, all candidates found)``."""
+) -> _Selection:
+    """What this crawl probes (see :class:`_Selection`)."""
     since = None if opts.full else state.get_meta("registry_updated_since")
 
     def on_source(report: SourceReport) -> None:
@@ -583,7 +625,7 @@ def _select(
         kept = [c for c in kept if opts.shard.owns(c.id)]
     if opts.limit is not None:
         kept = kept[: opts.limit]
-    return found, kept, dropped, len(candidates)
+    return _Selection(found, kept, dropped, len(candidates))
 
 
 def _signer_of(opts: CrawlOptions) -> Signer:
@@ -623,23 +665,13 @@ def _crawl_locked(
         with state.transaction():
             state.bind_origin(signer.name)
         replayed = reconcile(state, log)
-        found, candidates, dropped, total = _select(opts, state, progress)
-        if progress is not None:
-            progress(CrawlEvent("start", 0, len(candidates)))
-        outcomes = probe_all(candidates, opts, progress)
+        selected = _select(opts, state, progress)
+        outcomes = selected.probe(opts, progress)
         results, size, appended = log_outcomes(log, state, outcomes, opts, progress)
-        summary = CrawlSummary(
-            ran_at=ran_at,
-            duration_s=time.monotonic() - started,
-            candidates=total,
-            opted_out=len(dropped),
-            results=tuple(results),
-            log_size=size,
-            appended=appended,
-            sources=tuple(found.reports),
-            replayed=replayed,
+        summary = selected.summary(
+            ran_at, started, results, log_size=size, appended=appended, replayed=replayed
         )
-        _commit(state, summary, found, dropped, ran_at)
+        _commit(state, summary, selected.found, selected.dropped, ran_at)
     return summary
 
 

@@ -32,7 +32,6 @@ from toolpin.crawl.runner import (
     _result,
     _select,
     log_outcomes,
-    probe_all,
     writer_lock,
     writer_state_path,
 )
@@ -54,22 +53,9 @@ def observe(
     with tempfile.TemporaryDirectory(prefix="toolpin-shard-") as scratch:
         state_path = opts.state_path or Path(scratch) / "state.sqlite"
         with CrawlState.open(state_path) as state:
-            found, candidates, dropped, total = _select(opts, state, progress)
-    if progress is not None:
-        progress(CrawlEvent("start", 0, len(candidates)))
-    outcomes = probe_all(candidates, opts, progress)
-    results = [_observed(o) for o in outcomes]
-    summary = CrawlSummary(
-        ran_at=ran_at,
-        duration_s=time.monotonic() - started,
-        candidates=total,
-        opted_out=len(dropped),
-        results=tuple(results),
-        log_size=0,
-        appended=0,
-        sources=tuple(found.reports),
-    )
-    return summary, outcomes
+            selected = _select(opts, state, progress)
+    outcomes = selected.probe(opts, progress)
+    return selected.summary(ran_at, started, [_observed(o) for o in outcomes]), outcomes
 
 
 def _observed(outcome: Outcome) -> ServerResult:
