@@ -177,14 +177,7 @@ def resolve(
                 advice=f"Write it as {ref.name}@sha256:<digest>.",
             )
         return ResolvedPackage("oci", ref.name, ref.requested, wanted)
-    from toolpin.packages.config import npm_settings, pypi_settings
-
-    if ref.ecosystem == "npm":
-        return _resolve_npm(
-            ref, wanted or "latest", timeout, npm_settings(ref, where=where, env=env), env
-        )
-    settings = pypi_settings(ref, where=where, env=env)
-    return _resolve_pypi(ref, "" if wanted in ("", "latest") else wanted, timeout, settings, env)
+    return _from_registry(ref, wanted, timeout, where, env)
 
 
 def latest_version(
@@ -197,23 +190,42 @@ def latest_version(
     """The version the registry serves as newest (npm tag ``latest``, PyPI newest release)."""
     if ref.ecosystem == "oci":
         raise PackageError(f"image {ref.name}: toolpin does not look up newer image digests")
+    return _from_registry(ref, "latest", timeout, where, env).version
+
+
+def _from_registry(
+    ref: PackageRef, wanted: str, timeout: float, where: Path | None, env: Mapping[str, str] | None
+) -> ResolvedPackage:
+    """``ref`` at ``wanted`` (``""`` or ``"latest"``: the newest) as its npm registry or
+    package index answers, with the settings that apply ``where`` (see :func:`resolve`)."""
     from toolpin.packages.config import npm_settings, pypi_settings
 
     if ref.ecosystem == "npm":
-        settings = npm_settings(ref, where=where, env=env)
-        return _resolve_npm(ref, "latest", timeout, settings, env).version
-    return _resolve_pypi(ref, "", timeout, pypi_settings(ref, where=where, env=env), env).version
+        ask = _Ask(ref, timeout, npm_settings(ref, where=where, env=env), env)
+        return _resolve_npm(ask, wanted or "latest")
+    ask = _Ask(ref, timeout, pypi_settings(ref, where=where, env=env), env)
+    return _resolve_pypi(ask, "" if wanted in ("", "latest") else wanted)
 
 
-def _resolve_npm(
-    ref: PackageRef,
-    wanted: str,
-    timeout: float,
-    settings: RegistrySettings,
-    env: Mapping[str, str] | None,
-) -> ResolvedPackage:
-    url = f"{settings.url}/{quote(ref.name, safe='@')}/{quote(wanted, safe='')}"
-    body, _ = _get(url, ref, timeout, settings, env, accept="application/json")
+@dataclass(frozen=True)
+class _Ask:
+    """A question about ``ref`` to its registry: the settings that apply, the environment
+    the server starts with, and how long the registry may take to answer."""
+
+    ref: PackageRef
+    timeout: float
+    settings: RegistrySettings
+    env: Mapping[str, str] | None
+
+    def get(self, url: str, *, accept: str) -> tuple[bytes, str]:
+        """The body and content type (lower case, no parameters) of a 200 answer."""
+        return _get(url, self.ref, self.timeout, self.settings, self.env, accept=accept)
+
+
+def _resolve_npm(ask: _Ask, wanted: str) -> ResolvedPackage:
+    ref = ask.ref
+    url = f"{ask.settings.url}/{quote(ref.name, safe='@')}/{quote(wanted, safe='')}"
+    body, _ = ask.get(url, accept="application/json")
     answer = _json_object(body, ref)
     version = answer.get("version")
     if not isinstance(version, str) or not NPM_EXACT.match(version):
@@ -231,19 +243,14 @@ def _resolve_npm(
     return ResolvedPackage("npm", ref.name, ref.requested, version, integrity or None)
 
 
-def _resolve_pypi(
-    ref: PackageRef,
-    wanted: str,
-    timeout: float,
-    settings: RegistrySettings,
-    env: Mapping[str, str] | None,
-) -> ResolvedPackage:
+def _resolve_pypi(ask: _Ask, wanted: str) -> ResolvedPackage:
     from packaging.version import InvalidVersion, Version
 
     from toolpin.packages.simple import parse_simple_html, parse_simple_json
 
-    url = f"{settings.url}/{quote(ref.name, safe='')}/"
-    body, kind = _get(url, ref, timeout, settings, env, accept=SIMPLE_ACCEPT)
+    ref = ask.ref
+    url = f"{ask.settings.url}/{quote(ref.name, safe='')}/"
+    body, kind = ask.get(url, accept=SIMPLE_ACCEPT)
     try:
         if kind.startswith("application/vnd.pypi.simple.v1+json"):
             page = parse_simple_json(body, ref.name)
