@@ -48,7 +48,7 @@ from toolpin.core.snapshot import (
 from toolpin.errors import InputError, JSONError, ListingError, LockfileError, StoreError
 from toolpin.lockfile import verified as verified_locks
 from toolpin.lockfile.legacy import NOTE as LEGACY_NOTE
-from toolpin.lockfile.legacy import check_legacy, looks_legacy, read_legacy
+from toolpin.lockfile.legacy import LegacyLock, check_legacy, looks_legacy, read_legacy
 from toolpin.lockfile.native import (
     FORMAT_KEY,
     LockEntry,
@@ -329,13 +329,26 @@ def _toolpin_result(
     name: str,
     listing: Listing,
 ) -> CheckResult:
+    notes = [f"not checked: {part}" for part in drift.not_checked]
+    return _result(drift, "toolpin", entry, name, notes, listing)
+
+
+def _result(
+    drift: Drift,
+    lock_format: str,
+    pinned: LockEntry | verified_locks.EntrySummary | LegacyLock,
+    entry_name: str | None,
+    notes: Sequence[str],
+    listing: Listing,
+) -> CheckResult:
+    """The result of a check against ``pinned`` (the lock entry, or a legacy lock)."""
     return CheckResult(
         drift=drift,
-        lock_format="toolpin",
-        source=entry.source,
-        pinned_at=entry.pinned_at,
-        entry_name=name,
-        notes=tuple(f"not checked: {part}" for part in drift.not_checked),
+        lock_format=lock_format,
+        source=pinned.source,
+        pinned_at=pinned.pinned_at,
+        entry_name=entry_name,
+        notes=tuple(notes),
         partial=listing.export.partial,
     )
 
@@ -384,15 +397,7 @@ def _check_legacy(listing: Listing, lock_path: Path, lock_doc: JSONValue) -> Che
     notes = [LEGACY_NOTE]
     if any(snapshot.listing(k) is not None for k in (Kind.PROMPT, Kind.RESOURCE, Kind.TEMPLATE)):
         notes.append("not checked: prompts, resources and templates (the lock has none)")
-    return CheckResult(
-        drift=drift,
-        lock_format="mcp-tool-pin-check",
-        source=lock.source,
-        pinned_at=lock.pinned_at,
-        entry_name=None,
-        notes=tuple(notes),
-        partial=listing.export.partial,
-    )
+    return _result(drift, "mcp-tool-pin-check", lock, None, notes, listing)
 
 
 def _raw_tools(doc: JSONValue) -> list[JSONValue]:
