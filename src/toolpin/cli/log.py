@@ -14,6 +14,8 @@ import click
 from toolpin.cli.output_options import json_option
 from toolpin.cli.publog_options import (
     VKEY_HELP,
+    echo_new_key,
+    key_out_option,
     log_dir_or_bucket_option,
     pinned_vkey_option,
     policy_option,
@@ -81,23 +83,17 @@ def _verifier(value: str) -> Verifier:
 
 @log_group.command("keygen")
 @click.option("--origin", required=True, help="Log origin, e.g. example.com/mcp-log.")
-@click.option(
-    "--out",
-    "out",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="Where to write the private signing key (mode 0600; never overwritten).",
-)
+@key_out_option("signing key")
 def keygen(origin: str, out: str) -> int:
     """Create the log's Ed25519 signing key; print the verifier key (last line)."""
     from toolpin.publog.keys import generate_key
 
-    vkey = generate_key(origin, out)
-    click.echo(f"Wrote the signing key for {origin} to {out} (mode 0600). Keep it secret,")
-    click.echo("outside the log directory; pass it to the log writer by file or $TOOLPIN_LOG_KEY.")
-    click.echo("Verifier key (publish and pin it; `toolpin log verify --vkey`):")
-    click.echo(vkey)
-    return 0
+    return echo_new_key(
+        generate_key(origin, out),
+        f"Wrote the signing key for {origin} to {out} (mode 0600). Keep it secret,",
+        "outside the log directory; pass it to the log writer by file or $TOOLPIN_LOG_KEY.",
+        "Verifier key (publish and pin it; `toolpin log verify --vkey`):",
+    )
 
 
 @log_group.command("verify")

@@ -7,7 +7,10 @@ Light at import: only ``click``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
+from click.decorators import FC
 
 VKEY_HELP = "The pinned verifier key (name+id+key), or a file holding it (last line used)."
 POLICY_HELP = (
@@ -49,3 +52,22 @@ allow_private_log_option = click.option(
     help="Allow a log on a loopback or private address (also TOOLPIN_LOG_ALLOW_PRIVATE=1).",
 )
 """``--allow-private``: a published log's URL may be on loopback or a private network."""
+
+
+def key_out_option(what: str) -> Callable[[FC], FC]:
+    """``--out FILE``, required: where ``keygen`` writes the new private ``what``."""
+    return click.option(
+        "--out",
+        required=True,
+        type=click.Path(dir_okay=False),
+        help=f"Where to write the private {what} (mode 0600; never overwritten).",
+    )
+
+
+def echo_new_key(vkey: str, *said: str) -> int:
+    """What ``keygen`` prints: the lines ``said``, then the verifier key ``vkey`` (last line,
+    for scripts); exit 0."""
+    for line in said:
+        click.echo(line)
+    click.echo(vkey)
+    return 0

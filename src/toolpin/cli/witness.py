@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from toolpin.cli.output_options import json_option
-from toolpin.cli.publog_options import log_dir_option, pinned_vkey_option, request_timeout_option
+from toolpin.cli.publog_options import (
+    echo_new_key,
+    key_out_option,
+    log_dir_option,
+    pinned_vkey_option,
+    request_timeout_option,
+)
 from toolpin.cli.server_options import public_listen_options
 
 if TYPE_CHECKING:
@@ -34,21 +40,16 @@ def witness_group() -> None:
 
 @witness_group.command("keygen")
 @click.option("--name", required=True, help="The witness's name, e.g. witness.example.com/w1.")
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="Where to write the private key (mode 0600; never overwritten).",
-)
+@key_out_option("key")
 def keygen(name: str, out: str) -> int:
     """Create a witness's Ed25519 cosignature key; print its verifier key (last line)."""
     from toolpin.witness.keys import generate_witness_key
 
-    vkey = generate_witness_key(name, out)
-    click.echo(f"Wrote the witness key for {name} to {out} (mode 0600). Keep it secret.")
-    click.echo("Witness verifier key (give it to logs and verifiers; type 0x04, cosignature/v1):")
-    click.echo(vkey)
-    return 0
+    return echo_new_key(
+        generate_witness_key(name, out),
+        f"Wrote the witness key for {name} to {out} (mode 0600). Keep it secret.",
+        "Witness verifier key (give it to logs and verifiers; type 0x04, cosignature/v1):",
+    )
 
 
 @witness_group.command("serve")
