@@ -211,3 +211,17 @@ def test_similar() -> None:
     assert lab.similar(a, b)
     assert not lab.similar(a, c)
     assert not lab.similar("", "x" * 50)
+
+
+def test_a_naming_label_shows_six_names_made_visible() -> None:
+    """The one helper behind the tool labels (new field, ...) and the skill labels (new
+    file, ...): nothing for no names, else at most six, each made visible."""
+    assert lab.naming_label("new-file", lab.HIGH, "New file", []) == []
+    names = ["a\u200bb", *(f"f{i}" for i in range(7))]
+    assert lab.naming_label("new-file", lab.HIGH, "New file", names) == [
+        lab.Label("new-file", lab.HIGH, "New file: a\\u{200b}b, f0, f1, f2, f3, f4, … (2 more)")
+    ]
+    assert lab.structural_labels(fields_added=["x"], fields_removed=["y"]) == [
+        lab.Label("new-field", lab.HIGH, "New field: x"),
+        lab.Label("field-removed", lab.LOW, "Field removed: y"),
+    ]

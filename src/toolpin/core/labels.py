@@ -203,6 +203,12 @@ def hint_changes(old: Mapping[str, JSONValue], new: Mapping[str, JSONValue]) -> 
     return out
 
 
+def naming_label(key: str, severity: str, what: str, names: Sequence[str]) -> list[Label]:
+    """``[Label(key, severity, "<what>: <names>")]`` (names made visible, clipped, at most
+    six shown), or ``[]`` when ``names`` is empty."""
+    return [Label(key, severity, f"{what}: {_names(names)}")] if names else []
+
+
 def structural_labels(
     *,
     fields_added: Sequence[str] = (),
@@ -213,17 +219,12 @@ def structural_labels(
     hints: Sequence[str] = (),
 ) -> list[Label]:
     """Labels from the structural facts of a changed definition, in rule order."""
-    labels = []
-    if fields_added:
-        labels.append(Label("new-field", HIGH, f"New field: {_names(fields_added)}"))
-    if fields_type_changed:
-        labels.append(
-            Label("field-type", MEDIUM, f"Field type changed: {_names(fields_type_changed)}")
-        )
-    if fields_removed:
-        labels.append(Label("field-removed", LOW, f"Field removed: {_names(fields_removed)}"))
-    if arguments_added:
-        labels.append(Label("new-argument", HIGH, f"New argument: {_names(arguments_added)}"))
+    labels = [
+        *naming_label("new-field", HIGH, "New field", fields_added),
+        *naming_label("field-type", MEDIUM, "Field type changed", fields_type_changed),
+        *naming_label("field-removed", LOW, "Field removed", fields_removed),
+        *naming_label("new-argument", HIGH, "New argument", arguments_added),
+    ]
     if output_changed:
         labels.append(Label("output-schema", MEDIUM, "Output schema changed"))
     if hints:

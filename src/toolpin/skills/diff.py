@@ -15,8 +15,17 @@ from dataclasses import dataclass
 from typing import Final
 
 from toolpin.core.canonical import JSONValue, canonical_json
-from toolpin.core.labels import HIGH, LOW, MEDIUM, Label, changed_labels, sort_labels, text_signals
-from toolpin.core.render import Line, clip, definition_diff, text_diff, visible, wrapped
+from toolpin.core.labels import (
+    HIGH,
+    LOW,
+    MEDIUM,
+    Label,
+    changed_labels,
+    naming_label,
+    sort_labels,
+    text_signals,
+)
+from toolpin.core.render import Line, definition_diff, text_diff, visible, wrapped
 from toolpin.skills.tree import SKILL_FILE, SkillFile
 
 NEW_SKILL: Final = Label("new-skill", HIGH, "New skill")
@@ -66,11 +75,6 @@ def file_changes(old: SkillSide | None, new: SkillSide) -> list[FileChange]:
     return out
 
 
-def _names(paths: Sequence[str]) -> str:
-    shown = [clip(visible(p), 40) for p in paths]
-    return ", ".join(shown[:6]) + (f", … ({len(shown) - 6} more)" if len(shown) > 6 else "")
-
-
 def _frontmatter_keys(old: JSONValue, new: JSONValue) -> list[str]:
     a = old if isinstance(old, dict) else {}
     b = new if isinstance(new, dict) else {}
@@ -82,7 +86,6 @@ def labels(old: SkillSide | None, new: SkillSide) -> tuple[Label, ...]:
     if old is None:
         return sort_labels([NEW_SKILL, *text_signals("", _signal_text(new))])
     changes = file_changes(old, new)
-    structural: list[Label] = []
     added = [c.path for c in changes if c.status == "added"]
     removed = [c.path for c in changes if c.status == "removed"]
     binary = [
@@ -95,22 +98,17 @@ def labels(old: SkillSide | None, new: SkillSide) -> tuple[Label, ...]:
         for c in changes
         if "link" in (c.old.type if c.old else "", c.new.type if c.new else "")
     ]
-    if added:
-        structural.append(Label("new-file", HIGH, f"New file: {_names(added)}"))
+    structural = naming_label("new-file", HIGH, "New file", added)
     keys = _frontmatter_keys(old.document.get("frontmatter"), new.document.get("frontmatter"))
     if any(k in _PERMISSIONS for k in keys):
         structural.append(Label("allowed-tools", HIGH, "Allowed tools changed"))
     other = [k for k in keys if k not in _PERMISSIONS and k not in _WORDING_KEYS]
-    if other:
-        structural.append(Label("frontmatter", MEDIUM, f"Frontmatter changed: {_names(other)}"))
-    if binary:
-        structural.append(
-            Label("binary", MEDIUM, f"Binary file changed (digest only): {_names(binary)}")
-        )
-    if links:
-        structural.append(Label("symlink", MEDIUM, f"Link changed: {_names(links)}"))
-    if removed:
-        structural.append(Label("file-removed", LOW, f"File removed: {_names(removed)}"))
+    structural += [
+        *naming_label("frontmatter", MEDIUM, "Frontmatter changed", other),
+        *naming_label("binary", MEDIUM, "Binary file changed (digest only)", binary),
+        *naming_label("symlink", MEDIUM, "Link changed", links),
+        *naming_label("file-removed", LOW, "File removed", removed),
+    ]
     return changed_labels(_signal_text(old), _signal_text(new), structural)
 
 
