@@ -509,7 +509,9 @@ def test_an_unchanged_checkpoint_verified_before_is_not_verified_again(
     assert caught.value.kind == "bad-signature"
 
 
-def test_an_old_three_digit_site_is_looked_up(three: Any, served: Served, tmp_path: Path) -> None:
+def test_an_old_three_digit_site_is_looked_up_and_its_new_layout_next(
+    three: Any, served: Served, tmp_path: Path
+) -> None:
     writer, site, logged = three
     old = Path(shutil.copytree(site, tmp_path / "old"))
     legacy_digests(old)  # no index.json, 4,096 buckets of 3 digits
@@ -518,7 +520,14 @@ def test_an_old_three_digit_site_is_looked_up(three: Any, served: Served, tmp_pa
     found = _look(served, writer, logged[3]["digests"]["surface"], home)
     assert isinstance(found, Recorded) and found.entry_index == 3
     assert isinstance(_look(served, writer, "ab" * 32, home), NeverRecorded)
-    assert (bundle_cache(home, ORIGIN) / "digest-prefix").read_bytes() == b"3"
+    mark = bundle_cache(home, ORIGIN) / "digest-prefix"
+    assert mark.read_bytes() == b"3"
+    # The site rebuilt in the new layout (one digit): the kept 3 finds no bucket, the
+    # index is read again, and the lookup carries on.
+    served.show(site)
+    found = _look(served, writer, logged[2]["digests"]["surface"], home)
+    assert isinstance(found, Recorded) and found.entry_index == 2
+    assert mark.read_bytes() == b"1"
 
 
 def test_a_reader_holding_a_shorter_length_reads_the_index_again(
@@ -576,6 +585,16 @@ def test_a_tampered_prefix_length_is_refused_or_harmless(
             _look(served, writer, real, tmp_path / "h2")
         assert caught.value.kind == "tampered", bad
         assert caught.value.message == "the log's digest index prefix length is malformed"
+    # A bucket of another length where the index's length points: refused as today.
+    replace_file(index, b'{"prefix_digits":1}')
+    path = served.folder / f"api/v1/digests/{real[:1]}.json"
+    bucket = json.loads(path.read_bytes())
+    replace_file(path, rfc8785.dumps({**bucket, "prefix": real[:2]}))
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, real, tmp_path / "h6")
+    assert caught.value.kind == "tampered"
+    assert caught.value.message == f"the digest index bucket {real[:1]} is malformed"
+    replace_file(path, rfc8785.dumps(bucket))
     # A length within the bound but not the site's, or no index (3 digits): no such
     # bucket, which is a problem, never "not recorded".
     replace_file(index, b'{"prefix_digits":2}')

@@ -21,6 +21,8 @@ from toolpin.core.digestindex import most_digits, prefix_digits
 from toolpin.publog.entries import decode_entry
 from toolpin.publog.note import Verifier
 from toolpin.publog.tiles import TileLog
+from toolpin.site import build as site_build
+from toolpin.site import digests
 from toolpin.site.api import SCHEMAS
 from toolpin.site.build import build_site, parse_now
 from toolpin.site.digests import DIGESTS, INDEX, prefixes
@@ -479,3 +481,31 @@ def test_the_fast_bucket_encoding_is_the_rfc8785_one() -> None:
         {"digest": "ab" * 32, "kind": "tools", "entries": [2, 7]},
     ]
     assert buckets(found, 12, 1)["f"] == []  # entry 12 is not below the size
+
+
+def _write_old_digests(writer: Any, view: Any, published: Any = None, kept_below: int = 0) -> None:
+    """What a build wrote before the prefix rule: 4,096 buckets of 3 hex digits, each
+    naming the current checkpoint, and no ``index.json``."""
+    cp = view.checkpoint
+    current = {"origin": cp.origin, "size": cp.size, "root": cp.root}
+    found = [item for _, v in view.versions() for item in digests.recorded(v.index, v.digests)]
+    for prefix, items in digests.buckets(found, cp.size, 3).items():
+        writer.write(digests.bucket_path(prefix), digests.bucket_bytes(current, prefix, items))
+
+
+def test_a_three_digit_site_moves_to_the_log_s_length_at_its_next_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer, _ = sample_log(tmp_path / "log")
+    vkey = Verifier.from_text(writer.vkey)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    with monkeypatch.context() as old:  # the toolpin before the rule (other code: other inputs)
+        old.setattr(digests, "write_digests", _write_old_digests)
+        old.setattr(site_build, "code_digest", lambda: "0" * 64)
+        build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    assert len(_names(out)) == 4096 and not (out / INDEX).exists()
+    assert "4096 buckets of 3 prefix digits match" in _verify(out, writer.vkey).output
+    moved = build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    assert _names(out) == sorted([f"{n:x}.json" for n in range(16)] + ["index.json"])
+    assert moved.removed == 4096  # the old buckets were the last build's files
+    assert "16 buckets of 1 prefix digit match" in _verify(out, writer.vkey).output
