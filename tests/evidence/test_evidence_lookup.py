@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import rfc8785
 from evidence_helpers import Served, entries, replace_file, site_of, versions_log
-from site_helpers import ORIGIN, LogWriter, tool
+from site_helpers import ORIGIN, LogWriter, legacy_digests, tool
 
+from toolpin.core import digestindex
 from toolpin.errors import StoreError
 from toolpin.evidence import (
     LogProblem,
@@ -26,6 +27,7 @@ from toolpin.evidence import (
     look_up,
     to_json,
 )
+from toolpin.evidence.lookup import bundle_cache
 from toolpin.evidence.state import load, state_path
 from toolpin.publog.note import Signer
 
@@ -229,6 +231,12 @@ def test_tampered_tile_during_growth_is_not_called_a_fork(
     assert load(home, ORIGIN).distrusted is None
 
 
+def _prefix(site: Path, digest: str) -> str:
+    """The prefix of ``digest``'s bucket at the length ``site`` publishes."""
+    digits: int = json.loads((site / "api/v1/digests/index.json").read_bytes())["prefix_digits"]
+    return digest[:digits]
+
+
 def _rewrite_bucket(folder: Path, prefix: str, rows: list[dict[str, Any]]) -> None:
     path = folder / f"api/v1/digests/{prefix}.json"
     bucket = json.loads(path.read_bytes())
@@ -244,12 +252,12 @@ def test_bucket_that_lies_is_not_believed(three: Any, served: Served, tmp_path: 
     # The bucket says entry 3 recorded `fake`; entry 3 records `real`.
     _rewrite_bucket(
         served.folder,
-        real[:3],
+        _prefix(site, real),
         [{"digest": fake, "kind": "surface", "entries": [3]}],
     )
     assert isinstance(_look(served, writer, fake, tmp_path / "home"), NeverRecorded)
     # And a bucket that names a checkpoint not in this log is refused.
-    path = served.folder / f"api/v1/digests/{real[:3]}.json"
+    path = served.folder / f"api/v1/digests/{_prefix(site, real)}.json"
     bucket = json.loads(path.read_bytes())
     bucket["checkpoint"]["root"] = "A" * 43 + "="
     replace_file(path, rfc8785.dumps(bucket))
@@ -278,7 +286,7 @@ def test_digest_prefix_collision(served: Served, tmp_path: Path) -> None:
     logged = entries(writer.path)
     d0, d1 = (e["digests"]["surface"] for e in logged)
     assert d0[:3] == d1[:3] and d0 != d1
-    bucket = json.loads((site / f"api/v1/digests/{d0[:3]}.json").read_bytes())
+    bucket = json.loads((site / f"api/v1/digests/{_prefix(site, d0)}.json").read_bytes())
     assert {row["digest"] for row in bucket["digests"] if row["kind"] == "surface"} == {d0, d1}
     served.show(site)
     home = tmp_path / "home"
@@ -499,3 +507,112 @@ def test_an_unchanged_checkpoint_verified_before_is_not_verified_again(
     with pytest.raises(LogProblem) as caught:
         look_up(LogRef(served.url, other), digest, home=home, allow_private=True)
     assert caught.value.kind == "bad-signature"
+
+
+def test_an_old_three_digit_site_is_looked_up_and_its_new_layout_next(
+    three: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, site, logged = three
+    old = Path(shutil.copytree(site, tmp_path / "old"))
+    legacy_digests(old)  # no index.json, 4,096 buckets of 3 digits
+    served.show(old)
+    home = tmp_path / "home"
+    found = _look(served, writer, logged[3]["digests"]["surface"], home)
+    assert isinstance(found, Recorded) and found.entry_index == 3
+    assert isinstance(_look(served, writer, "ab" * 32, home), NeverRecorded)
+    mark = bundle_cache(home, ORIGIN) / "digest-prefix"
+    assert mark.read_bytes() == b"3"
+    # The site rebuilt in the new layout (one digit): the kept 3 finds no bucket, the
+    # index is read again, and the lookup carries on.
+    served.show(site)
+    found = _look(served, writer, logged[2]["digests"]["surface"], home)
+    assert isinstance(found, Recorded) and found.entry_index == 2
+    assert mark.read_bytes() == b"1"
+
+
+def test_a_reader_holding_a_shorter_length_reads_the_index_again(
+    served: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(digestindex, "RECORDS_PER_BUCKET", 1)  # 17 records: two digits
+    writer = LogWriter(tmp_path / "log")
+    for n in range(9):
+        writer.observe(f"s{n}", [tool(f"t{n}")], f"2026-11-{n + 1:02d}T00:00:00Z")
+        if n == 3:
+            writer.commit()
+            small = site_of(writer, tmp_path / "small")  # 8 records: one digit
+    writer.commit()
+    big = site_of(writer, tmp_path / "big")
+    logged = entries(writer.path)
+    home = tmp_path / "home"
+    mark = bundle_cache(home, ORIGIN) / "digest-prefix"
+    served.show(small)
+    assert _look(served, writer, logged[0]["digests"]["surface"], home).entry_index == 0
+    assert mark.read_bytes() == b"1"
+    served.show(big)  # its one-digit buckets are gone: the kept length finds none
+    found = _look(served, writer, logged[8]["digests"]["surface"], home)
+    assert isinstance(found, Recorded) and (found.entry_index, found.checkpoint_size) == (8, 9)
+    assert mark.read_bytes() == b"2"
+    # kept, the length costs a warm lookup no request; without it, one (the index)
+    digest = logged[5]["digests"]["surface"]
+    before = served.requests
+    assert _look(served, writer, digest, home).entry_index == 5
+    warm = served.requests - before
+    mark.unlink()
+    before = served.requests
+    assert _look(served, writer, digest, home).entry_index == 5
+    assert served.requests - before == warm + 1
+
+
+def test_a_tampered_prefix_length_is_refused_or_harmless(
+    three: Any, served: Served, tmp_path: Path
+) -> None:
+    writer, site, logged = three
+    real = logged[3]["digests"]["surface"]
+    served.show(site)
+    index = served.folder / "api/v1/digests/index.json"
+    # Longer than a log of 4 entries can need: it would tell the host more of the digest.
+    replace_file(index, b'{"prefix_digits":5}')
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, real, tmp_path / "h1")
+    assert caught.value.kind == "tampered"
+    assert caught.value.message == (
+        "the log's digest index asks for a prefix of 5 hex digits, more than a log of 4 "
+        "entries needs"
+    )
+    for bad in (b"[]", b'{"prefix_digits":"2"}', b'{"prefix_digits":2,"more":1}', b"{"):
+        replace_file(index, bad)
+        with pytest.raises(LogProblem) as caught:
+            _look(served, writer, real, tmp_path / "h2")
+        assert caught.value.kind == "tampered", bad
+        assert caught.value.message == "the log's digest index prefix length is malformed"
+    # A bucket of another length where the index's length points: refused as today.
+    replace_file(index, b'{"prefix_digits":1}')
+    path = served.folder / f"api/v1/digests/{real[:1]}.json"
+    bucket = json.loads(path.read_bytes())
+    replace_file(path, rfc8785.dumps({**bucket, "prefix": real[:2]}))
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, real, tmp_path / "h6")
+    assert caught.value.kind == "tampered"
+    assert caught.value.message == f"the digest index bucket {real[:1]} is malformed"
+    replace_file(path, rfc8785.dumps(bucket))
+    # A length within the bound but not the site's, or no index (3 digits): no such
+    # bucket, which is a problem, never "not recorded".
+    replace_file(index, b'{"prefix_digits":2}')
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, real, tmp_path / "h3")
+    assert caught.value.kind == "unreachable"
+    assert caught.value.message == f"the log has no digest index bucket {real[:2]}"
+    index.unlink()
+    with pytest.raises(LogProblem) as caught:
+        _look(served, writer, real, tmp_path / "h4")
+    assert caught.value.message == f"the log has no digest index bucket {real[:3]}"
+    # Every bucket of a wrong length forged, one omitting the digest: a miss, as a lying
+    # bucket makes (the audit catches both); a digest still listed is proven from its entry.
+    forged = Path(shutil.copytree(site, tmp_path / "forged"))
+    legacy_digests(forged, digits=2, index=True)
+    _rewrite_bucket(forged, real[:2], [])
+    served.show(forged)
+    assert isinstance(_look(served, writer, real, tmp_path / "h5"), NeverRecorded)
+    other = next(i for i, e in enumerate(logged) if e["digests"]["surface"][:2] != real[:2])
+    found = _look(served, writer, logged[other]["digests"]["surface"], tmp_path / "h5")
+    assert isinstance(found, Recorded) and found.entry_index == other

@@ -149,13 +149,19 @@ def test_a_proven_entry_bundle_is_kept_and_read_from_the_cache(
     cached = list((bundle_cache(home, ORIGIN)).rglob("*"))
     assert sorted(
         p.relative_to(bundle_cache(home, ORIGIN)).as_posix() for p in cached if p.is_file()
-    ) == ["tile/entries/000.p/4", "verified-checkpoint"]  # the bundle, and the note's mark
+    ) == [  # the prefix length read from the index, the bundle, and the note's mark
+        "digest-prefix",
+        "tile/entries/000.p/4",
+        "verified-checkpoint",
+    ]
     before = served.requests
     assert look_up(ref, digest, home=home, allow_private=True) == first
     again = served.requests - before
     before = served.requests
     assert look_up(ref, digest, home=tmp_path / "cold", allow_private=True) == first
-    assert served.requests - before == again + 1  # the bundle was not fetched
+    # a cold lookup also reads the index's prefix length; the warm one fetched neither it
+    # nor the bundle
+    assert served.requests - before == again + 2
 
 
 def test_a_bad_cached_bundle_is_fetched_again_and_replaced(
@@ -218,7 +224,8 @@ def test_a_proven_full_tile_is_kept_and_a_bad_kept_copy_never_decides(
     warm = served.requests - before
     before = served.requests
     assert look_up(ref, digest, home=tmp_path / "cold", allow_private=True) == first
-    assert served.requests - before == warm + 2  # neither the full tile nor the bundle
+    # the warm lookup fetched neither the full tile nor the bundle nor the index's length
+    assert served.requests - before == warm + 3
     # A kept tile that is wrong (same length, one hash changed) is not believed: the proof
     # is made again from the log's tile, which is kept in its place; nothing is distrusted.
     bad = bytearray(kept.read_bytes())

@@ -169,3 +169,36 @@ def serve(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def legacy_digests(site: Path, digits: int = 3, index: bool = False) -> None:
+    """Replace ``site``'s digest index by buckets of ``digits`` hex digits, each naming
+    the site's checkpoint (as a first build writes them), computed here from the entries.
+    By default the layout every site had before the prefix rule: no ``index.json`` and
+    4,096 buckets of 3 digits; ``index``: with an ``index.json`` naming ``digits``."""
+    import json
+
+    import rfc8785
+
+    from toolpin.publog.entries import decode_entry
+
+    folder = site / "api" / "v1" / "digests"
+    for path in folder.iterdir():
+        path.unlink()
+    checkpoint = json.loads((site / "api" / "v1" / "log.json").read_bytes())["checkpoint"]
+    opened = TileLog.open(site)
+    grouped: dict[tuple[str, str], list[int]] = {}
+    for number, raw in enumerate(opened.iter_entries(0, opened.size)):
+        digests = decode_entry(raw)["digests"]
+        for kind in ("surface", "tools"):
+            if isinstance(digests.get(kind), str):
+                grouped.setdefault((digests[kind], kind), []).append(number)
+    rows: dict[str, list[dict[str, Any]]] = {f"{n:0{digits}x}": [] for n in range(16**digits)}
+    for (digest, kind), found in sorted(grouped.items()):
+        rows[digest[:digits]].append({"digest": digest, "kind": kind, "entries": found})
+    cp = {key: checkpoint[key] for key in ("origin", "size", "root")}
+    for prefix, listed in rows.items():
+        doc = {"checkpoint": cp, "prefix": prefix, "digests": listed}
+        (folder / f"{prefix}.json").write_bytes(rfc8785.dumps(doc))
+    if index:
+        (folder / "index.json").write_bytes(rfc8785.dumps({"prefix_digits": digits}))

@@ -113,7 +113,8 @@ def verify(
     """Audit a log: signature, entries, tiles, blobs, root, --since and a site's index.
 
     In a published copy of the site (a folder with api/v1/digests/), also that the digest
-    index lists exactly the digests of the log's entries."""
+    index has the prefix length its rule gives for the log, every bucket of that length
+    and no other, each listing exactly the digests of the log's entries."""
     import dataclasses
 
     from toolpin.core.render import counted
@@ -125,11 +126,12 @@ def verify(
     with readable_log(log_dir) as local:
         result = verify_log(local, verifier, since_text, policy=load_policy_option(policy_file))
     buckets: int | None = None
+    digits: int | None = None
     if result.ok and result.checkpoint is not None:
         from toolpin.site.digests import audit_digests, has_digests
 
         if has_digests(Path(log_dir)):
-            problem, buckets = audit_digests(Path(log_dir), result.checkpoint)
+            problem, buckets, digits = audit_digests(Path(log_dir), result.checkpoint)
             if problem is not None:
                 result = dataclasses.replace(
                     result, ok=False, exit_code=1, reason=f"the digest index: {problem}"
@@ -151,6 +153,7 @@ def verify(
                     "blobs_checked": result.blobs,
                     "since_size": result.since_size,
                     "digest_buckets_checked": buckets,
+                    "digest_prefix_digits": digits,
                 }
             )
         )
@@ -161,7 +164,10 @@ def verify(
         assert result.checkpoint is not None
         click.echo(f"ok: {result.reason}")
         if buckets is not None:
-            click.echo(f"digest index: {counted(buckets, 'bucket')} match the log")
+            click.echo(
+                f"digest index: {counted(buckets, 'bucket')} of "
+                f"{counted(digits or 0, 'prefix digit')} match the log"
+            )
         click.echo(f"origin {result.checkpoint.origin}")
         click.echo(f"size {result.checkpoint.size}")
         click.echo(f"root {result.checkpoint.root_b64}")

@@ -119,15 +119,27 @@ class Fetcher:
 
     def get(self, rel: str, cap: int, *, what: str) -> bytes:
         """The bytes of ``rel`` (at most ``cap``); ``what`` names it in errors."""
+        data = self._get(rel, cap, what, absent_ok=False)
+        assert data is not None
+        return data
+
+    def get_if_present(self, rel: str, cap: int, *, what: str) -> bytes | None:
+        """As :meth:`get`, but ``None`` when the log says there is no such file (HTTP 404,
+        or no such object in a bucket)."""
+        return self._get(rel, cap, what, absent_ok=True)
+
+    def _get(self, rel: str, cap: int, what: str, *, absent_ok: bool) -> bytes | None:
         remaining = self.ends - time.monotonic()
         if remaining <= 0:
             raise LogProblem("unreachable", f"the log took too long to answer ({what})")
         self.requests += 1
         if self._bucket is not None:
-            return self._get_object(rel, cap, what)
+            return self._get_object(rel, cap, what, absent_ok=absent_ok)
         try:
             with self._client.get(self.base + rel, min(self.timeout, remaining)) as answer:
                 status, chunks = answer
+                if status == 404 and absent_ok:
+                    return None
                 if status != 200:
                     raise LogProblem("unreachable", f"the log answered HTTP {status} for {what}")
                 return self._read(chunks, cap, what)
@@ -144,7 +156,7 @@ class Fetcher:
                 raise LogProblem("unreachable", f"the log cannot be reached ({what})") from None
             raise
 
-    def _get_object(self, rel: str, cap: int, what: str) -> bytes:
+    def _get_object(self, rel: str, cap: int, what: str, *, absent_ok: bool) -> bytes | None:
         from toolpin.errors import StoreError
 
         try:
@@ -154,6 +166,8 @@ class Fetcher:
                 raise LogProblem("tampered", f"{what} is larger than any valid file") from None
             raise LogProblem("unreachable", f"the log's bucket cannot be read ({what})") from None
         if data is None:
+            if absent_ok:
+                return None
             raise LogProblem("unreachable", f"the log's bucket has no {what}")
         self.fetched += len(data)
         if self.fetched > MAX_LOOKUP_BYTES:

@@ -7,8 +7,16 @@ One lookup:
 2. the ``checkpoint`` is fetched and opened with the pinned key; under the state's lock it
    is checked against the kept checkpoint (:func:`~toolpin.evidence.verify.check_against_kept`)
    and kept, or the log is marked distrusted (fork, rollback);
-3. the digest index bucket ``api/v1/digests/<first 3 hex>.json`` is fetched: an untrusted
-   hint. The checkpoint it names must be a prefix of the verified tree (consistency proof);
+3. the digest index bucket ``api/v1/digests/<first d hex>.json`` is fetched: an untrusted
+   hint. ``d`` is the prefix length the site publishes in ``api/v1/digests/index.json``
+   (no such file: the old layout, 3), read once and kept in the bundle cache
+   (:data:`DIGITS_MARK`), so a warm lookup asks nothing more than before; it is read again
+   only when the kept length finds no bucket (the site moved to a longer prefix as its
+   log grew) or a bucket of another length. A length longer than the rule of
+   :mod:`toolpin.core.digestindex` allows for the verified tree's size is refused: it
+   would tell the host more of the digest. The bucket's ``prefix`` must be the one asked
+   for, and the checkpoint it names must be a prefix of the verified tree (consistency
+   proof);
 4. each entry the bucket lists for the digest is fetched from its entry bundle, proven
    included in the verified checkpoint, decoded, and counted only if its own
    ``digests.<kind>`` is the digest. A bucket that lists an entry recording another
@@ -19,7 +27,10 @@ One lookup:
    ``previous`` links (each entry proven the same way).
 
 A miss (``NeverRecorded``) is only as complete as the index: a site that leaves a digest
-out of its bucket makes it look unrecorded. Anyone can audit that against the log.
+out of its bucket makes it look unrecorded. A lying ``index.json`` can do no more: it
+sends the lookup to a bucket that is missing (a problem, not a miss) or that omits the
+digest, the same as a lying bucket, and a hit is proven from the entry whatever the
+index says. Anyone can audit both against the log (``toolpin log verify``).
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from toolpin.core import digestindex
 from toolpin.errors import LogError
 from toolpin.evidence import state
 from toolpin.evidence.errors import LogProblem
@@ -48,14 +60,20 @@ from toolpin.publog.note import Verifier
 if TYPE_CHECKING:
     from toolpin.publog.policy import Policy
 
-PREFIX_DIGITS: Final = 3
 BUCKET_DIR: Final = "api/v1/digests"
+INDEX: Final = f"{BUCKET_DIR}/index.json"
+"""The site's prefix length, ``{"prefix_digits": d}``; absent: the old layout, 3 digits."""
+MAX_INDEX_BYTES: Final = 1024
+DIGITS_MARK: Final = "digest-prefix"
+"""In the bundle cache: the prefix length last read from the log's ``index.json`` (one
+digit). A hint like the index itself; deleting it costs the next lookup one request."""
 MAX_BUCKET_BYTES: Final = 1 << 20
 MAX_CHECKED_ENTRIES: Final = 64
 """At most this many entries of one digest are fetched and proven per lookup."""
 MAX_VERSION_HOPS: Final = 32
 """How far back the ``previous`` links are followed for the server's other versions."""
 DIGEST: Final = re.compile(r"[0-9a-f]{64}")
+DIGEST_PREFIX: Final = re.compile(r"[0-9a-f]{1,64}")
 VERSION: Final = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_~-]{0,63}")
 TIME: Final = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 KIND_MEMBERS: Final = {"surface": "surface", "tools": "tools"}
@@ -155,6 +173,8 @@ class Lookup:
             log.url, timeout=timeout, allow_private=private_allowed(allow_private)
         )
         self._tree: RemoteTree | None = None
+        self._digits: int | None = None
+        """The prefix length this lookup used (read from the cache or the index)."""
 
     def __enter__(self) -> Lookup:
         return self
@@ -187,12 +207,12 @@ class Lookup:
         tree = self._tree
         assert tree is not None
         try:
-            size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
+            size, listed = self._bucket_of(wanted)
         except _IndexAhead:
             # The site was rebuilt between the two requests: look at its new checkpoint.
             tree = self._tree = verified_tree(f, self.verifier, self.home, self.policy)
             try:
-                size, listed = _bucket(f, tree, wanted[:PREFIX_DIGITS])
+                size, listed = self._bucket_of(wanted)
             except _IndexAhead:
                 raise LogProblem(
                     "tampered",
@@ -217,6 +237,83 @@ class Lookup:
             versions=_other_versions(tree, confirmed[-1][1]),
         )
 
+    def _bucket_of(self, wanted: str) -> tuple[int, dict[tuple[str, str], list[int]]]:
+        """The bucket of ``wanted`` at the site's prefix length: the kept one first; the
+        index is read (again) when none is kept or when the kept one finds no bucket of
+        its length, and the bucket fetched once more only if the index changed it."""
+        tree = self._tree
+        assert tree is not None
+        cache = bundle_cache(self.home, self.origin)
+        digits = self._digits or _kept_digits(cache, tree.size)
+        fresh = digits is None
+        if digits is None:
+            digits = _published_digits(self._fetcher, tree)
+        try:
+            found = _bucket(self._fetcher, tree, wanted[:digits])
+        except _NoBucket as absent:
+            if fresh:
+                raise absent.problem from None
+            again = _published_digits(self._fetcher, tree)
+            if again == digits:
+                raise absent.problem from None
+            digits = again
+            try:
+                found = _bucket(self._fetcher, tree, wanted[:digits])
+            except _NoBucket as still:
+                raise still.problem from None
+        if digits != self._digits:
+            self._digits = digits
+            _keep_digits(cache, digits)
+        return found
+
+
+def _published_digits(fetcher: Fetcher, tree: RemoteTree) -> int:
+    """The prefix length the site's ``index.json`` gives (3 when it has none), refused
+    when it is not a length the rule allows for the verified tree's size."""
+    raw = fetcher.get_if_present(INDEX, MAX_INDEX_BYTES, what="the digest index's prefix length")
+    if raw is None:
+        return digestindex.LEGACY_DIGITS
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        value = None
+    digits = value.get("prefix_digits") if isinstance(value, dict) else None
+    if not isinstance(value, dict) or set(value) != {"prefix_digits"} or type(digits) is not int:
+        raise LogProblem("tampered", "the log's digest index prefix length is malformed")
+    if not digestindex.MIN_DIGITS <= digits <= digestindex.most_digits(tree.size):
+        raise LogProblem(
+            "tampered",
+            f"the log's digest index asks for a prefix of {digits} hex digits, more than "
+            f"a log of {tree.size} entries needs",
+        )
+    return digits
+
+
+def _kept_digits(cache: Path, size: int) -> int | None:
+    """The prefix length kept in the bundle cache, if it is one a log of ``size`` entries
+    may use (else ``None``: read the index)."""
+    try:
+        with (cache / DIGITS_MARK).open("rb") as handle:
+            text = handle.read(2)
+    except OSError:
+        return None
+    if len(text) != 1 or not text.isdigit():
+        return None
+    digits = int(text)
+    return digits if digestindex.MIN_DIGITS <= digits <= digestindex.most_digits(size) else None
+
+
+def _keep_digits(cache: Path, digits: int) -> None:
+    """Keep the prefix length for the next lookup (best effort: without it the index is
+    read again)."""
+    from toolpin.util.fs import atomic_write
+
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        atomic_write(cache / DIGITS_MARK, str(digits).encode("ascii"), mode=0o600, sync=False)
+    except OSError:
+        pass
+
 
 def refuse_distrusted(kept: state.Kept) -> None:
     if kept.distrusted is not None:
@@ -230,6 +327,15 @@ def refuse_distrusted(kept: state.Kept) -> None:
 
 class _IndexAhead(Exception):
     """The bucket names a checkpoint newer than the one verified."""
+
+
+class _NoBucket(Exception):
+    """No bucket at this prefix length: the file is absent, or its ``prefix`` has another
+    length (``problem``: what to raise if the index does not name another length)."""
+
+    def __init__(self, problem: LogProblem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
 
 
 def verified_tree(
@@ -372,13 +478,21 @@ def _bucket(
 ) -> tuple[int, dict[tuple[str, str], list[int]]]:
     """The bucket's checkpoint size and ``(digest, kind) -> entries`` (checked shape)."""
     rel = f"{BUCKET_DIR}/{prefix}.json"
-    raw = fetcher.get(rel, MAX_BUCKET_BYTES, what=f"the digest index bucket {prefix}")
+    what = f"the digest index bucket {prefix}"
+    raw = fetcher.get_if_present(rel, MAX_BUCKET_BYTES, what=what)
+    if raw is None:
+        raise _NoBucket(LogProblem("unreachable", f"the log has no digest index bucket {prefix}"))
     bad = LogProblem("tampered", f"the digest index bucket {prefix} is malformed")
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise bad from None
-    if not isinstance(value, dict) or value.get("prefix") != prefix:
+    if not isinstance(value, dict):
+        raise bad
+    named = value.get("prefix")
+    if isinstance(named, str) and len(named) != len(prefix) and DIGEST_PREFIX.fullmatch(named):
+        raise _NoBucket(bad)
+    if named != prefix:
         raise bad
     cp, digests = value.get("checkpoint"), value.get("digests")
     if not isinstance(cp, dict) or not isinstance(digests, list):

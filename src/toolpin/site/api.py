@@ -6,8 +6,9 @@
 * ``servers/<id>.json`` — one server's history: per version the log index, leaf hash,
   time, window, digests, counts, label keys and the proof and entry bundle paths;
 * ``stats.json`` — changes, servers changed and servers first recorded in 24 h / 7 d / 30 d;
-* ``digests/<p>.json`` — the private lookup index, one bucket per 3-hex-digit digest prefix
-  (:mod:`toolpin.site.digests`);
+* ``digests/index.json`` — the lookup index's prefix length ``d`` (1 to 5, chosen from the
+  log) and ``digests/<p>.json`` — the private lookup index, one bucket per ``d``-hex-digit
+  digest prefix (:mod:`toolpin.site.digests`);
 * ``schema/<name>.schema.json`` (JSON Schema 2020-12) per file and ``openapi.json``.
 
 Nothing from crawl state's free text (errors, homepages, descriptions) is in any file.
@@ -238,6 +239,7 @@ def write_api(
 
 _TIME: Final = {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$"}
 _HEX64: Final = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+_PREFIX_PATTERN: Final = "^[0-9a-f]{1,5}$"
 _ID: Final = {"type": "string", "pattern": "^[0-9a-f]{16}$"}
 _CHECKPOINT: Final = {
     "type": "object",
@@ -424,13 +426,14 @@ SCHEMAS: Final[dict[str, dict[str, Any]]] = {
         "$schema": _SCHEMA_ID,
         "title": "api/v1/digests/{prefix}.json",
         "description": "One bucket of the private lookup index: every surface and tools-set "
-        "digest whose first 3 hex digits are the prefix, with the entries that recorded it "
-        "(RFC 8785 JSON). A hint only: confirm a hit from the entry and its inclusion proof.",
+        "digest whose first d hex digits (d from digests/index.json) are the prefix, with "
+        "the entries that recorded it (RFC 8785 JSON). A hint only: confirm a hit from the "
+        "entry and its inclusion proof.",
         "type": "object",
         "required": ["checkpoint", "prefix", "digests"],
         "properties": {
             "checkpoint": _CHECKPOINT,
-            "prefix": {"type": "string", "pattern": "^[0-9a-f]{3}$"},
+            "prefix": {"type": "string", "pattern": _PREFIX_PATTERN},
             "digests": {
                 "type": "array",
                 "items": {
@@ -450,6 +453,20 @@ SCHEMAS: Final[dict[str, dict[str, Any]]] = {
                 },
             },
         },
+        "additionalProperties": False,
+    },
+    "digests-index": {
+        "$schema": _SCHEMA_ID,
+        "title": "api/v1/digests/index.json",
+        "description": "The private lookup index's prefix length d: every bucket is "
+        "digests/<first d hex digits>.json, all 16**d of them. d is the smallest from 1 to 5 "
+        "at which the log's (digest, kind) records average at most 1,024 per bucket; it "
+        "changes only when the log grows past a length's limit. No file: the old layout, "
+        "d = 3. A reader refuses a d longer than the rule allows for the log's size, and "
+        "checks every bucket as ever: a wrong d can only make a digest look unrecorded.",
+        "type": "object",
+        "required": ["prefix_digits"],
+        "properties": {"prefix_digits": {"type": "integer", "minimum": 1, "maximum": 5}},
         "additionalProperties": False,
     },
 }
@@ -487,20 +504,23 @@ def openapi() -> dict[str, Any]:
         "digests",
     )
     bucket_path["get"]["description"] = (
-        "Ask for the bucket of a digest's first 3 hex digits, never for the digest: the host "
-        "learns one of 4,096 prefixes (k-anonymity). Every prefix has a file (an empty bucket "
-        "too). A bucket is an untrusted hint: confirm a hit by reading the entry from the tiles "
-        "and verifying its inclusion proof against a checkpoint you verified; a miss is only as "
-        "complete as the index (`toolpin log verify` audits it against the log)."
+        "Ask for the bucket of a digest's first d hex digits (d from /digests/index.json; "
+        "3 when that file is absent), never for the digest: the host learns one of 16**d "
+        "prefixes, each holding up to about 1,024 digests on average (k-anonymity). Every "
+        "prefix has a file (an empty bucket too). A bucket is an untrusted hint: confirm a "
+        "hit by reading the entry from the tiles and verifying its inclusion proof against a "
+        "checkpoint you verified; a miss is only as complete as the index (`toolpin log "
+        "verify` audits it and its prefix length against the log)."
     )
     bucket_path["get"]["parameters"] = [
         {
             "name": "prefix",
             "in": "path",
             "required": True,
-            "schema": {"type": "string", "pattern": "^[0-9a-f]{3}$"},
+            "schema": {"type": "string", "pattern": _PREFIX_PATTERN},
         }
     ]
+    index_path = get("The prefix length of the private lookup index", "digests-index")
     return {
         "openapi": "3.1.0",
         "info": {
@@ -514,6 +534,7 @@ def openapi() -> dict[str, Any]:
             "/servers.json": get("Every server in the log", "servers"),
             "/servers/{id}.json": server_path,
             "/stats.json": get("Changes in the last 24 hours, 7 days and 30 days", "stats"),
+            "/digests/index.json": index_path,
             "/digests/{prefix}.json": bucket_path,
         },
     }
