@@ -24,7 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
+from tests import _cpu_profile
 from tests.shared import CACHE, npm_install
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,6 +37,15 @@ REPO = Path(__file__).resolve().parents[1]
 # time. This conftest is imported before any test module: from here on the rewritten
 # modules are kept (gitignored), like the compiled sources (``_bytecode`` below).
 sys.dont_write_bytecode = False
+# Hypothesis: every test keeps its own number of examples; no example has a deadline and
+# slow generation is not an error (both are timings, which no test asserts: on a loaded
+# machine they failed tests whose property held, and a deadline miss runs the example
+# again to confirm it). A test's own @settings override these. HYPOTHESIS_PROFILE=default
+# gives Hypothesis's defaults back (docs/testing.md).
+settings.register_profile(
+    "ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 NPM_PREFIX = CACHE / "npm-servers"
 EVERYTHING = "@modelcontextprotocol/server-everything"
 EVERYTHING_VERSION = "2026.8.31"
@@ -61,6 +72,8 @@ WATCHED = (
 """The real HOME's folders the suite once wrote into; a change there fails the run."""
 
 XDG_FOLDERS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+
+_PROFILE = "toolpin-cpu-profile"
 
 REAL_HOME_VAR = "TOOLPIN_TESTS_REAL_HOME"
 """Set by the first process (xdist's workers inherit the private HOME, not the real one)."""
@@ -162,6 +175,8 @@ def pytest_configure(config: pytest.Config) -> None:
         }
     )
     config.stash[_HOME] = home
+    if os.environ.get(_cpu_profile.ENV) and not config.pluginmanager.has_plugin(_PROFILE):
+        config.pluginmanager.register(_cpu_profile, _PROFILE)  # docs/testing.md
     if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller checks, once
         config.stash[_BEFORE] = _snapshot(real)
 

@@ -185,7 +185,8 @@ def _uv_env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def uvx_servers(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """``uvx`` with every PyPI server of ``PYPI`` in its cache (run once with ``--help``)."""
+    """``uvx`` with every PyPI server of ``PYPI`` in its cache (run once with ``--help``),
+    its modules compiled (:func:`_compile_tool_env`)."""
     uvx = shutil.which("uvx", path=_uv_env()["PATH"])
     if uvx is None:
         pytest.fail("uvx is not installed (it comes with uv, in the test extra)")
@@ -210,7 +211,32 @@ def uvx_servers(tmp_path_factory: pytest.TempPathFactory) -> str:
             _unavailable(
                 f"uvx could not install {package}=={version}", "TOOLPIN_REQUIRE_REGISTRIES"
             )
+        _compile_tool_env(uvx, package, version, env)
     return uvx
+
+
+def _compile_tool_env(uvx: str, package: str, version: str, env: dict[str, str]) -> None:
+    """Compile the modules of the environment ``uvx`` keeps for ``package`` in its cache,
+    once (an up-to-date module is skipped).
+
+    uv installs without bytecode, and with ``PYTHONDONTWRITEBYTECODE`` set (as on this
+    machine) Python never writes it either: every start of the server compiled every
+    module it imports again (mcp, pydantic, httpx: 2.4 s CPU for ``mcp-server-fetch
+    --help``, 1.3 s compiled). The same environment and the same files run; only their
+    bytecode is kept beside them, where Python would write it without that variable. A
+    module that does not compile is left to be compiled at import, as before."""
+    code = (
+        "import compileall, sysconfig; "
+        "compileall.compile_dir(sysconfig.get_paths()['purelib'], quiet=2, workers=1)"
+    )
+    subprocess.run(
+        [uvx, "--offline", "--from", f"{package}=={version}", "python", "-c", code],
+        capture_output=True,
+        timeout=300,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def npm_install(prefix: Path, package: str, version: str) -> str | None:
