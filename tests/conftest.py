@@ -18,6 +18,7 @@ import compileall
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -37,6 +38,12 @@ REPO = Path(__file__).resolve().parents[1]
 # time. This conftest is imported before any test module: from here on the rewritten
 # modules are kept (gitignored), like the compiled sources (``_bytecode`` below).
 sys.dont_write_bytecode = False
+# A suite started in the background by a non-interactive shell (`make test &`, a CI step's
+# `cmd &`) inherits SIGINT ignored, and every process the tests start would inherit that
+# too: the tests that interrupt the proxy or the witness with SIGINT would wait for an
+# end that never comes. The tests start their processes as a terminal would: SIGINT on.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # Hypothesis: every test keeps its own number of examples; no example has a deadline and
 # slow generation is not an error (both are timings, which no test asserts: on a loaded
 # machine they failed tests whose property held, and a deadline miss runs the example
