@@ -95,15 +95,26 @@ def test_a_damaged_or_foreign_cache_is_ignored(tmp_path: Path) -> None:
     vkey = Verifier.from_text(writer.vkey)
     cache = tmp_path / "cache"
     build_site(tmp_path / "log", vkey, tmp_path / "plain", now=parse_now(NOW), cache=cache)
-    shards = sorted(cache.glob("*.json"))  # (the build state is in cache/outputs/)
+    # (the build state is in cache/outputs/, the kept reading in cache/verified/)
+    shards = sorted(cache.glob("summary/*.json"))
+    works = sorted(cache.glob("work/*/*.json"))
+    assert shards and works
     shards[0].write_text("{not json", encoding="utf-8")
+    works[0].write_text("{not json", encoding="utf-8")
     for shard in shards[1:]:
         doc = json.loads(shard.read_text(encoding="utf-8"))
         for record in doc["servers"].values():
-            for item in record["changes"].values():
-                item[-1] = "<script>forged</script>"
+            for item in record.values():
+                item[2] = ["forged"]
         doc["code"] = "another toolpin"
         shard.write_text(json.dumps(doc), encoding="utf-8")
+    for work in works[1:]:
+        doc = json.loads(work.read_text(encoding="utf-8"))
+        for item in doc["work"]["bodies"].values():
+            item[-1] = "<script>forged</script>"
+        doc["code"] = "another toolpin"
+        work.write_text(json.dumps(doc), encoding="utf-8")
     build_site(tmp_path / "log", vkey, tmp_path / "again", now=parse_now(NOW), cache=cache)
     assert _tree(tmp_path / "plain") == _tree(tmp_path / "again")
-    assert all("forged" not in p.read_text(encoding="utf-8") for p in cache.glob("*.json"))
+    kept = [*cache.glob("summary/*.json"), *cache.glob("work/*/*.json")]
+    assert all("forged" not in p.read_text(encoding="utf-8") for p in kept)

@@ -25,7 +25,7 @@ from markupsafe import Markup
 from toolpin.core.snapshot import Snapshot
 from toolpin.errors import InputError, LogError
 from toolpin.publog.note import Verifier
-from toolpin.site.badge import Badge, badge_for
+from toolpin.site.badge import Badge, badge_state, render_badge
 from toolpin.site.cache import WorkCache, shard_of
 from toolpin.site.changes import (
     ChangeSummary,
@@ -486,6 +486,7 @@ def build_site(
     ``policy``: a witness policy: the checkpoint must carry its quorum's cosignatures
     (else :class:`~toolpin.publog.policy.PolicyError`), and every server page checks them
     in the browser too (``static/witness.js``)."""
+    import gc
     import shutil
 
     _check_folders(log_dir, out)
@@ -500,6 +501,7 @@ def build_site(
     kept = None if cache is None else state_path(cache, out)  # never inside ``out``
     inputs = None if note is None else _inputs_digest(note, base_url, now, code, log_dir, state)
     staging = _staging(out)
+    frozen = False
     try:
         if staging is None:
             writer = SiteWriter(out, state=kept)
@@ -530,6 +532,11 @@ def build_site(
         )
         if inputs is None or view.checkpoint.note != note:
             raise UnverifiedLogError("the log changed while it was being read; build again")
+        # The view is read-only from here: frozen, the collector's passes during the build
+        # never walk its millions of objects (they cost more than the pages themselves on
+        # a large log), and forked workers never copy its pages by touching them.
+        gc.freeze()
+        frozen = True
         raw, levels = _proof_levels(view)
         cp = view.checkpoint
         source = LevelSource(raw)
@@ -556,6 +563,8 @@ def build_site(
             staging = None
         return result
     finally:
+        if frozen:
+            gc.unfreeze()
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
 
@@ -847,9 +856,11 @@ def _server_files(
     from toolpin.site import api, feeds
 
     sid = history.id
-    badge, svg, endpoint = badge_for(history, now)
+    badge = badge_state(history, now)
     page = ServerPage(history, badge)
-    made_of = _server_key(view, history, svg + b"\0" + endpoint, context, proofs, cache.code)
+    # (the badge's files are rendered from these three and toolpin's code, in the key)
+    shown = f"{badge.state}\0{badge.message}\0{badge.color}".encode()
+    made_of = _server_key(view, history, shown, context, proofs, cache.code)
     if history.opted_out:
         if not writer.keep_group(sid, made_of):
             writer.begin_group()
@@ -860,12 +871,7 @@ def _server_files(
         return badge, [None] * len(history.versions), {}
     writer.begin_group()
     linked = _link_blobs(view, history, writer, owners)
-    kept = cache.get(sid)
-    found: Any = kept.get("changes")
-    kept_changes: dict[str, Any] = found if isinstance(found, dict) else {}
-    found = kept.get("pairs")
-    kept_pairs: dict[str, Any] = found if isinstance(found, dict) else {}
-    work: dict[str, Any] = {"changes": {}, "pairs": {}}
+    kept_summary = cache.summary(sid)
     snapshots: dict[int, Snapshot] = {}
 
     def snap(version: Version) -> Snapshot:
@@ -874,37 +880,60 @@ def _server_files(
             snapshots[version.index] = view.snapshot(version, keep=False, data=data)
         return snapshots[version.index]
 
-    entries: list[dict[str, Any]] = []
-    summaries: list[ChangeSummary | None] = []
+    summaries: list[ChangeSummary | None] = [None]
     explained: Explained = {}
-    for position, version in enumerate(history.versions):
-        window = _window(history, position)
-        if position == 0:
-            summaries.append(None)
-            entries.append({"version": version, "change": None, "body": None, "window": window})
-            continue
-        before = history.versions[position - 1]
-        item: Any = kept_changes.get(str(version.index))
+    summary_work: dict[str, Any] = {}
+    bodies: dict[int, Markup] = {}  # the HTML of the changes compared this time
+    for position in range(1, len(history.versions)):
+        version, before = history.versions[position], history.versions[position - 1]
+        item: Any = kept_summary.get(str(version.index))
         summary = None
         if _reuse(item, version.leaf_hash, before.leaf_hash):
             try:
                 summary = ChangeSummary(tuple(map(str, item[2])), *map(int, item[3:7]))
                 explain = _explain_json(item[7])
-                body = Markup(str(item[8]))
             except (TypeError, ValueError):
                 summary = None
         if summary is None:
             item = _change_work(snap(before), snap(version), version.leaf_hash, before.leaf_hash)
             summary = ChangeSummary(tuple(item[2]), *item[3:7])
             explain = _explain_json(item[7])
-            body = Markup(item[8])
-        work["changes"][str(version.index)] = item
+            bodies[version.index] = Markup(item[8])
+            item = item[:8]
+        summary_work[str(version.index)] = item
         explained[version.index] = (before.index, explain)
         summaries.append(summary)
-        entries.append({"version": version, "change": summary, "body": body, "window": window})
+    cache.put_summary(sid, summary_work)
     if writer.keep_group(sid, made_of):  # its files, as the last build made them from this key
         writer.end_group(sid, None)
         return badge, summaries, explained
+    kept = cache.get(sid)
+    found: Any = kept.get("bodies")
+    kept_bodies: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = kept.get("pairs")
+    kept_pairs: dict[str, Any] = found if isinstance(found, dict) else {}
+    work: dict[str, Any] = {"bodies": {}, "pairs": {}}
+    entries: list[dict[str, Any]] = []
+    for position, version in enumerate(history.versions):
+        window = _window(history, position)
+        if position == 0:
+            entries.append({"version": version, "change": None, "body": None, "window": window})
+            continue
+        before = history.versions[position - 1]
+        body = bodies.get(version.index)
+        kept_body: Any = kept_bodies.get(str(version.index))
+        if body is not None:
+            pass
+        elif _reuse(kept_body, version.leaf_hash, before.leaf_hash) and len(kept_body) == 3:
+            body = Markup(str(kept_body[2]))
+        else:
+            made = _change_work(snap(before), snap(version), version.leaf_hash, before.leaf_hash)
+            body = Markup(made[8])
+        work["bodies"][str(version.index)] = [version.leaf_hash, before.leaf_hash, str(body)]
+        entries.append(
+            {"version": version, "change": summaries[position], "body": body, "window": window}
+        )
+    svg, endpoint = render_badge(badge)
     writer.write(f"badge/{sid}.svg", svg)
     writer.write(f"badge/{sid}.json", endpoint)
     latest = history.latest
@@ -935,6 +964,7 @@ def _server_files(
         ),
     )
     by_index = {v.index: v for v in history.versions}
+    diffs = []  # each explained pair, shown on the compare page (no page of its own)
     for a, b in pairs:
         key = f"{a}-{b}"
         pair: Any = kept_pairs.get(key)
@@ -942,20 +972,7 @@ def _server_files(
             body = change_html(change_view(snap(by_index[a]), snap(by_index[b])))
             pair = [by_index[a].leaf_hash, by_index[b].leaf_hash, str(body)]
         work["pairs"][key] = pair
-        writer.text(
-            f"servers/{sid}/diff/{key}.html",
-            _render(
-                env,
-                "diff.html",
-                **context,
-                id=sid,
-                latest=latest,
-                a=by_index[a],
-                b=by_index[b],
-                body=Markup(str(pair[2])),
-                page="diff",
-            ),
-        )
+        diffs.append({"a": by_index[a], "b": by_index[b], "body": Markup(str(pair[2]))})
     if len(history.versions) > 1:
         writer.text(
             f"servers/{sid}/compare.html",
@@ -964,12 +981,13 @@ def _server_files(
                 "compare.html",
                 **context,
                 **_compare_context(history, pairs, root),
+                diffs=diffs,
                 id=sid,
                 latest=latest,
                 page="compare",
             ),
         )
-    cache.put(sid, work)
+    cache.put(sid, work, kept)
     page.changes = list(zip(history.versions, summaries, strict=True))
     feeds.write_server_feed(env, writer, view.checkpoint.origin, page, context["base_url"])
     api.write_server_api(writer, view, page, proofs.history)
@@ -988,8 +1006,8 @@ def _server_key(
     """Everything one server's files are made from: toolpin's code, the site's address,
     the log, the server's entries (each by its leaf hash, with the checkpoint its proof
     names, which also names its entry bundle), its last good look, whether it opted
-    out, and its badge (which depends on ``now``). Files made from the same key are the
-    same bytes (:meth:`SiteWriter.keep_group`)."""
+    out, and its badge's state, message and colour (which depend on ``now``). Files made
+    from the same key are the same bytes (:meth:`SiteWriter.keep_group`)."""
     import hashlib
 
     cp = view.checkpoint
@@ -1112,7 +1130,7 @@ def _all_servers(
     else:
         import multiprocessing
 
-        for name in ("server.html", "diff.html", "stub.html", "compare.html", "feed.atom"):
+        for name in ("server.html", "stub.html", "compare.html", "feed.atom"):
             env.get_template(name)  # compiled once, before the workers fork
         # Whole cache shards per task (no two processes write one shard file).
         shards: dict[str, list[str]] = {}
@@ -1145,9 +1163,7 @@ def _all_servers(
         )
         import gc
 
-        # The view is read-only from here: frozen, the workers' collections never walk it
-        # (nor copy its pages by touching them).
-        gc.freeze()
+        gc.freeze()  # what was made since build_site froze the view (unfrozen by it)
         pool = multiprocessing.get_context("fork").Pool(workers)
         try:
             done = pool.imap_unordered(_task, tasks)
@@ -1165,8 +1181,6 @@ def _all_servers(
             pool.join()
             _JOB.clear()
             raise
-        finally:
-            gc.unfreeze()
     pages: dict[str, ServerPage] = {}
     for sid, badge, summaries, _ in sorted(results, key=lambda r: r[0]):
         history = view.servers[sid]
@@ -1238,7 +1252,7 @@ def _compare_context(
         if (version.index, latest) in explained:
             links.append(
                 {
-                    "href": f"diff/{version.index}-{latest}.html",
+                    "href": f"#diff-{version.index}-{latest}",
                     "text": f"against entry {latest} (current)",
                 }
             )

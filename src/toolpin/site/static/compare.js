@@ -196,7 +196,7 @@
     if (options.indexOf(ib) === options.indexOf(ia) + 1) {
       link = [section.getAttribute("data-page") + "#entry-" + ib, "toolpin's diff of this change, with its labels"];
     } else if (explained.indexOf(key) !== -1) {
-      link = [section.getAttribute("data-diffs") + key + ".html", "toolpin's diff of these two versions, with its labels"];
+      link = [section.getAttribute("data-diffs") + key, "toolpin's diff of these two versions, with its labels (below)"];
     }
     var note = el("p", "note");
     if (link) {
