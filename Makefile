@@ -17,7 +17,7 @@ demo: $(VENV)/.installed
 	$(BIN)/toolpin demo
 
 # Worker processes for the suite (docs/testing.md: measured on this 2-core machine).
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check src tests bench
