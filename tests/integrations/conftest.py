@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
 import venv
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +28,8 @@ class Built:
 class Installed:
     bin: Path
     """The fresh venv's bin directory (its ``toolpin`` and ``python``)."""
+    exclusive: bool = False
+    """True for a test marked ``installs_into_venv``: it alone uses the venv meanwhile."""
 
     def env(self, **extra: str) -> dict[str, str]:
         path = f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -51,10 +55,25 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     return Built(wheel, sdist)
 
 
+@pytest.fixture
+def installed(request: pytest.FixtureRequest, installed_venv: Installed) -> Iterator[Installed]:
+    """The run's venv, for one test. Tests read it under a shared lock; a test marked
+    ``installs_into_venv`` (the Action's "Install toolpin" step pip-installs the checkout
+    into it, which replaces the installed files) holds the lock alone, so no test on
+    another worker runs a half-replaced toolpin."""
+    exclusive = request.node.get_closest_marker("installs_into_venv") is not None
+    with (installed_venv.bin.parent.parent / "use.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield Installed(installed_venv.bin, exclusive=exclusive)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
-def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    """A fresh venv with the wheel installed, built once per run and only read by the
-    tests (a test that installs more does so in a folder of its own)."""
+def installed_venv(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """A fresh venv with the wheel installed, built once per run; tests use it through
+    :func:`installed` (a test that installs more does so in a folder of its own)."""
 
     def build(out: Path) -> None:
         root = out / "venv"

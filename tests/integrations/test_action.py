@@ -79,6 +79,8 @@ def _run_action(
             continue
         if step["name"] in skip or not _runs(step, inputs, failed):
             continue
+        if step["name"] in _PACKAGE_SET_UP:
+            assert installed.exclusive, "a test running the install step: mark installs_into_venv"
         output = project / f"github_output_{index}"
         output.write_text("")
         step_env = installed.env(
@@ -137,6 +139,7 @@ def _project(tmp_path: Path, installed: Installed) -> Path:
     return project
 
 
+@pytest.mark.installs_into_venv
 def test_a_clean_project_passes(installed: Installed, tmp_path: Path) -> None:
     project = _project(tmp_path, installed)
     results, ran = _run_action(
@@ -147,6 +150,7 @@ def test_a_clean_project_passes(installed: Installed, tmp_path: Path) -> None:
     assert json.loads((project / "toolpin.sarif").read_text())["version"] == "2.1.0"
 
 
+@pytest.mark.installs_into_venv
 def test_drift_fails_and_still_writes_sarif(installed: Installed, tmp_path: Path) -> None:
     project = _project(tmp_path, installed)
     (project / "demo-state").write_text("1")  # the demo server now shows its changed tool
@@ -160,6 +164,7 @@ def test_drift_fails_and_still_writes_sarif(installed: Installed, tmp_path: Path
     assert sarif["runs"][0]["results"], "the drift is in the SARIF report"
 
 
+@pytest.mark.installs_into_venv
 def test_the_lock_check_can_be_skipped(installed: Installed, tmp_path: Path) -> None:
     project = _project(tmp_path, installed)
     results, ran = _run_action(project, installed, config="", listing="tools-list.json")
@@ -215,6 +220,7 @@ def _summary(project: Path) -> str:
     return (project / "step_summary.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.installs_into_venv
 def test_maintainer_mode_passes_and_says_so(installed: Installed, tmp_path: Path) -> None:
     project = _server_repo(tmp_path, installed)
     results, ran = _run_action(project, installed, **MAINTAINER)
