@@ -48,6 +48,7 @@ import json
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from json import decoder as _decoder
 from typing import Any, Final, TypeVar, cast
 
@@ -81,44 +82,24 @@ class Unclassified(Exception):
         self.batch = batch
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class Message:
-    """One classified message (``id`` and ``method`` are ``None`` when absent)."""
+    """One classified message (``id`` and ``method`` are ``None`` when absent).
 
-    __slots__ = (
-        "error",
-        "id",
-        "id_span",
-        "method",
-        "params",
-        "result",
-        "shape",
-        "strict",
-        "unfit",
-    )
+    Compared by identity, and with no ``repr`` of its own: its values are server text."""
 
-    def __init__(
-        self,
-        shape: Shape,
-        id_: Any,
-        method: str | None,
-        params: Any,
-        result: Any,
-        error: Any,
-        strict: bool,
-        id_span: tuple[int, int] | None = None,
-    ) -> None:
-        self.id_span = id_span
-        """Where the id's value is in the decoded line (``None`` if not known)."""
-        self.shape = shape
-        self.id = id_
-        self.method = method
-        self.params = params
-        self.result = result
-        self.error = error
-        self.strict = strict
-        self.unfit: str | None = None
-        """Why a result read for checking is not fit to check (toolpin's words, never
-        the server's); ``None`` when it is, or when no check was asked for."""
+    shape: Shape
+    id: Any
+    method: str | None
+    params: Any
+    result: Any
+    error: Any
+    strict: bool
+    id_span: tuple[int, int] | None = None
+    """Where the id's value is in the decoded line (``None`` if not known)."""
+    unfit: str | None = field(default=None, init=False)
+    """Why a result read for checking is not fit to check (toolpin's words, never the
+    server's); ``None`` when it is, or when no check was asked for."""
 
 
 class _Reject(Exception):
@@ -151,17 +132,22 @@ def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 _Scan = Callable[[str, int], tuple[Any, int]]
 _R = TypeVar("_R")
-# The C scanners of the standard library (``scan_once`` is the documented-by-source hook
-# that ``raw_decode`` uses); ``scanstring`` reads one string after its opening quote.
-_PLAIN = json.JSONDecoder(parse_constant=_reject_constant)
-_STRICT = json.JSONDecoder(
+
+
+def _scanner(**hooks: Any) -> _Scan:
+    """The C scanner of a standard-library decoder with these hooks (``scan_once`` is the
+    documented-by-source hook that ``raw_decode`` uses)."""
+    return cast(_Scan, getattr(json.JSONDecoder(**hooks), "scan_once"))  # noqa: B009
+
+
+# ``scanstring`` reads one string after its opening quote.
+_plain_scan: Final = _scanner(parse_constant=_reject_constant)
+_strict_scan: Final = _scanner(
     object_pairs_hook=_strict_object,
     parse_float=_js_number,
     parse_int=_js_int,
     parse_constant=_reject_constant,
 )
-_plain_scan: Final = cast(_Scan, getattr(_PLAIN, "scan_once"))  # noqa: B009
-_strict_scan: Final = cast(_Scan, getattr(_STRICT, "scan_once"))  # noqa: B009
 scanstring: Final = cast(
     Callable[[str, int], tuple[str, int]],
     getattr(_decoder, "scanstring"),  # noqa: B009
@@ -703,13 +689,12 @@ def _diagnostic_int(text: str) -> Any:
     return int(text) if len(text) < 16 else _diagnostic_number(text)
 
 
-_DIAGNOSTIC = json.JSONDecoder(
+_diagnostic_scan: Final = _scanner(
     object_pairs_hook=_diagnostic_object,
     parse_float=_diagnostic_number,
     parse_int=_diagnostic_int,
     parse_constant=_reject_constant,
 )
-_diagnostic_scan: Final = cast(_Scan, getattr(_DIAGNOSTIC, "scan_once"))  # noqa: B009
 
 
 def _unfit_reading(text: str, at: int, exc: BaseException) -> str:
