@@ -19,6 +19,7 @@ import click
 from click.decorators import FC
 
 from toolpin.cli.output_options import json_option
+from toolpin.cli.server_options import concurrency_option
 from toolpin.cli.witness import witness_option
 
 if TYPE_CHECKING:
@@ -85,13 +86,7 @@ _JSON_OPTION = json_option("Print the summary as JSON.")
     "else registry, npm and github.",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Probe at most N servers.")
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 256),
-    default=4,
-    show_default=True,
-    help="Parallel probes.",
-)
+@concurrency_option(256, "Parallel probes.")
 @click.option(
     "--allow-exec",
     is_flag=True,

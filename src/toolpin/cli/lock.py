@@ -11,7 +11,11 @@ import click
 from toolpin.cli._output import echo_lines, stdout_color
 from toolpin.cli.log_options import log_option, vkey_option
 from toolpin.cli.output_options import json_option
-from toolpin.cli.server_options import conversation_timeout_option, mcp_config_option
+from toolpin.cli.server_options import (
+    concurrency_option,
+    conversation_timeout_option,
+    mcp_config_option,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -47,13 +51,7 @@ if TYPE_CHECKING:
     "among elicitation, roots, sampling, or 'none' (default: what the lock records, "
     "else all three).",
 )
-@click.option(
-    "--concurrency",
-    default=4,
-    show_default=True,
-    type=click.IntRange(1, 32),
-    help="Servers started at once.",
-)
+@concurrency_option(32, "Servers started at once.")
 @click.option(
     "--skills",
     "skills",

@@ -1,7 +1,7 @@
 """How commands name the MCP servers they start or read: a server command after ``--``
 (``run``, ``snapshot``, ``install-links``), the shared config that lists servers (``lock``,
-``policy``), and how long one whole conversation with a server may take (``lock``,
-``snapshot``).
+``policy``), how long one whole conversation with a server may take (``lock``,
+``snapshot``), and how many servers are talked to at once (``lock``, ``log crawl``).
 
 Light at import: only ``click`` (``run`` is on every client's start path).
 """
@@ -55,6 +55,14 @@ def conversation_timeout_option(help: str) -> Callable[[FC], FC]:
         show_default=True,
         type=click.FloatRange(0, min_open=True),
         help=help,
+    )
+
+
+def concurrency_option(most: int, help: str) -> Callable[[FC], FC]:
+    """``--concurrency N`` (default 4, from 1 to ``most``): how many servers are talked to at
+    once, as ``help`` says."""
+    return click.option(
+        "--concurrency", default=4, show_default=True, type=click.IntRange(1, most), help=help
     )
 
 
