@@ -22,6 +22,7 @@ from toolpin.publog.merkle import (
     verify_inclusion,
 )
 from toolpin.publog.note import Signer
+from toolpin.publog.tilepaths import node_in_tile, tile_span_root
 from toolpin.publog.tiles import (
     TileLog,
     TileRef,
@@ -34,6 +35,18 @@ from toolpin.publog.tiles import (
 )
 
 BuildLog = Callable[..., TileLog]
+
+
+def test_a_node_is_the_root_of_its_span_in_a_tile() -> None:
+    tree = MemoryTree.from_entries([b"%d" % i for i in range(600)])
+    level0 = b"".join(tree.node(0, i) for i in range(256, 512))
+    assert node_in_tile(0, 300) == (0, 1, 44, 1)
+    assert node_in_tile(3, 40) == (0, 1, 64, 8)
+    assert node_in_tile(8, 1) == (1, 0, 1, 1)
+    assert node_in_tile(10, 3) == (1, 0, 12, 4)
+    assert tile_span_root(level0, 44, 1) == tree.node(0, 300)
+    assert tile_span_root(level0, 64, 8) == tree.node(3, 40)
+    assert tile_span_root(level0, 0, 256) == tree.node(8, 1)
 
 
 def test_index_paths_follow_the_spec() -> None:

@@ -45,6 +45,7 @@ from toolpin.crawl.candidates import PackageCoords
 from toolpin.crawl.hint import InstallFailed, stderr_hint
 from toolpin.crawl.hostconfig import HostSetup
 from toolpin.errors import PackageError
+from toolpin.packages.config import ENV_NPM_REGISTRY, ENV_PYPI_URL
 
 DEFAULT_INSTALL_TIMEOUT: Final = 300.0
 STDERR_KEEP_BYTES: Final = 16 << 10
@@ -304,12 +305,12 @@ def install(
             scratch,
             env=env,
             timeout=timeout,
-            registry=where.get("TOOLPIN_NPM_REGISTRY"),
+            registry=where.get(ENV_NPM_REGISTRY),
             setup=setup,
             caches=caches,
         )
     if coords.ecosystem == "pypi":
         return install_pypi(
-            coords, scratch, env=env, timeout=timeout, index=where.get("TOOLPIN_PYPI_URL")
+            coords, scratch, env=env, timeout=timeout, index=where.get(ENV_PYPI_URL)
         )
     raise PackageError("no sandboxed runner for this kind of package")

@@ -43,14 +43,13 @@ from toolpin.crawl.candidates import (
     crawl_id,
 )
 from toolpin.errors import ConfigError, InputError, ToolpinError
+from toolpin.packages.config import DEFAULT_NPM_REGISTRY, ENV_NPM_REGISTRY
 from toolpin.probe.http import USER_AGENT
 from toolpin.util.net import read_capped
 
 ENV_REGISTRY: Final = "TOOLPIN_REGISTRY_URL"
-ENV_NPM: Final = "TOOLPIN_NPM_REGISTRY"
 ENV_GITHUB: Final = "TOOLPIN_GITHUB_API"
 DEFAULT_REGISTRY: Final = "https://registry.modelcontextprotocol.io"
-DEFAULT_NPM: Final = "https://registry.npmjs.org"
 DEFAULT_GITHUB: Final = "https://api.github.com"
 NPM_QUERIES: Final = ("keywords:mcp-server", "keywords:modelcontextprotocol")
 NPM_PAGE: Final = 250
@@ -554,7 +553,9 @@ def discover(
                 run(
                     "npm",
                     lambda: npm_candidates(
-                        fetcher(), base_url(ENV_NPM, DEFAULT_NPM, env), limit=limit
+                        fetcher(),
+                        base_url(ENV_NPM_REGISTRY, DEFAULT_NPM_REGISTRY, env),
+                        limit=limit,
                     ),
                 )
             else:

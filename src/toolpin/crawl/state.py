@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from toolpin.core.render import counted
 from toolpin.crawl.candidates import Candidate, PackageCoords
 from toolpin.errors import LogError, StoreError
+from toolpin.util.closing import Closing
 
 if TYPE_CHECKING:
     from toolpin.crawl.record import LoggedObservation
@@ -113,7 +114,7 @@ _COLUMNS: Final = (
 )
 
 
-class CrawlState:
+class CrawlState(Closing):
     """An open crawl state file (use from one thread)."""
 
     def __init__(self, path: Path, db: sqlite3.Connection) -> None:
@@ -146,12 +147,6 @@ class CrawlState:
 
     def close(self) -> None:
         self._db.close()
-
-    def __enter__(self) -> CrawlState:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolpin.errors import ProbeError
 from toolpin.evidence.errors import LogProblem
+from toolpin.util.closing import Closing
 
 if TYPE_CHECKING:
     import socket
@@ -77,7 +78,7 @@ def proxy_configured() -> bool:
     return any(os.environ.get(name) or os.environ.get(name.upper()) for name in PROXY_VARIABLES)
 
 
-class Fetcher:
+class Fetcher(Closing):
     """GETs files under one base URL; counts the bytes it read (``fetched``)."""
 
     def __init__(self, url: str, *, timeout: float, allow_private: bool) -> None:
@@ -103,12 +104,6 @@ class Fetcher:
         self._client: _Client = (
             _ProxiedClient(policy, timeout) if proxy_configured() else PlainClient(policy)
         )
-
-    def __enter__(self) -> Fetcher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._client.close()

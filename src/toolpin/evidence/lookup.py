@@ -56,6 +56,7 @@ from toolpin.evidence.verify import (
 )
 from toolpin.publog.checkpoint import Checkpoint, open_checkpoint, read_unverified
 from toolpin.publog.note import Verifier
+from toolpin.util.closing import Closing
 
 if TYPE_CHECKING:
     from toolpin.publog.policy import Policy
@@ -144,7 +145,7 @@ def look_up(
         return lookup.find(digest, kind=kind)
 
 
-class Lookup:
+class Lookup(Closing):
     """One :func:`look_up` in two steps, so the part that needs no digest can run early.
 
     Building it reads the key and the kept state (a distrusted log is refused here) and
@@ -175,12 +176,6 @@ class Lookup:
         self._tree: RemoteTree | None = None
         self._digits: int | None = None
         """The prefix length this lookup used (read from the cache or the index)."""
-
-    def __enter__(self) -> Lookup:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._fetcher.close()

@@ -34,7 +34,6 @@ from toolpin.publog.merkle import (
     consistency_proof,
     inclusion_proof,
     leaf_hash,
-    perfect_root,
     tree_root,
     verify_consistency,
     verify_inclusion,
@@ -44,11 +43,12 @@ from toolpin.publog.tilepaths import (
     CHECKPOINT_FILE,
     MAX_BUNDLE_BYTES,
     MAX_TILE_BYTES,
-    TILE_HEIGHT,
     TILE_WIDTH,
     decode_bundle,
     entries_path,
+    node_in_tile,
     tile_path,
+    tile_span_root,
 )
 from toolpin.publog.tilepaths import width_at as _width_at
 
@@ -175,15 +175,11 @@ class RemoteTree:
         return True
 
     def node(self, level: int, index: int) -> bytes:
-        tile_level, height = divmod(level, TILE_HEIGHT)
-        count = 1 << height
-        first = index << height
-        tile_index, offset = divmod(first, TILE_WIDTH)
+        tile_level, tile_index, offset, count = node_in_tile(level, index)
         data = self._tile(tile_level, tile_index)
         if (offset + count) * HASH_SIZE > len(data):
             raise LogError("a subtree outside the tree was asked for")
-        chunk = data[offset * HASH_SIZE : (offset + count) * HASH_SIZE]
-        return perfect_root([chunk[i : i + HASH_SIZE] for i in range(0, len(chunk), HASH_SIZE)])
+        return tile_span_root(data, offset, count)
 
     def root_matches(self) -> bool:
         """Whether the tiles hash to the signed root (false: a tampered or partial copy)."""

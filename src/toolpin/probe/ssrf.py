@@ -57,6 +57,7 @@ from toolpin.probe.addresses import address_class as address_class
 from toolpin.probe.addresses import precheck_target as precheck_target
 from toolpin.probe.addresses import resolve_checked as resolve_checked
 from toolpin.probe.addresses import split_url as split_url
+from toolpin.util.closing import Closing
 
 SocketOption = (
     tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
@@ -259,7 +260,7 @@ def guarded_mounts(policy: AddressPolicy, *, verify: bool = True) -> dict[str, A
     return mounts
 
 
-class GuardedClient:
+class GuardedClient(Closing):
     """An ``httpx2.Client`` that goes through the guard and follows redirects by hand;
     with ``trust_env``, through the environment's proxies (see the module docs)."""
 
@@ -286,12 +287,6 @@ class GuardedClient:
 
     def close(self) -> None:
         self._client.close()
-
-    def __enter__(self) -> GuardedClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @contextlib.contextmanager
     def stream(

@@ -7,7 +7,7 @@ re-exports every name; the layout is documented there.
 from __future__ import annotations
 
 from toolpin.errors import LogError
-from toolpin.publog.merkle import HASH_SIZE
+from toolpin.publog.merkle import HASH_SIZE, perfect_root
 
 TILE_HEIGHT = 8
 TILE_WIDTH = 1 << TILE_HEIGHT  # 256 hashes, 8,192 bytes
@@ -26,7 +26,9 @@ __all__ = [
     "decode_bundle",
     "entries_path",
     "format_index",
+    "node_in_tile",
     "tile_path",
+    "tile_span_root",
     "width_at",
 ]
 
@@ -70,6 +72,24 @@ def width_at(size: int, level: int, index: int) -> int:
     if index == full:
         return partial
     return 0
+
+
+def node_in_tile(level: int, index: int) -> tuple[int, int, int, int]:
+    """Where the tree's node ``(level, index)`` lies in the hash tiles: ``(tile level, tile
+    index, offset, count)``, its hash being the root of the ``count`` hashes from ``offset``
+    in that tile (:func:`tile_span_root`)."""
+    tile_level, height = divmod(level, TILE_HEIGHT)
+    count = 1 << height
+    first = index << height  # index among the level-(8*tile_level) hashes
+    tile_index, offset = divmod(first, TILE_WIDTH)
+    return tile_level, tile_index, offset, count
+
+
+def tile_span_root(tile: bytes, offset: int, count: int) -> bytes:
+    """The root of the complete subtree over the ``count`` hashes from ``offset`` in the
+    bytes of a hash tile (the caller checks that the tile holds them)."""
+    chunk = tile[offset * HASH_SIZE : (offset + count) * HASH_SIZE]
+    return perfect_root([chunk[i : i + HASH_SIZE] for i in range(0, len(chunk), HASH_SIZE)])
 
 
 def decode_bundle(data: bytes) -> list[bytes]:

@@ -61,7 +61,9 @@ from toolpin.publog.tilepaths import (
     decode_bundle,
     entries_path,
     format_index,
+    node_in_tile,
     tile_path,
+    tile_span_root,
 )
 from toolpin.publog.tilepaths import width_at as _width_at
 from toolpin.util.fs import atomic_write, fsync_dir, locked
@@ -250,16 +252,11 @@ class TileHashSource:
         self._size = size
 
     def node(self, level: int, index: int) -> bytes:
-        tile_level, height = divmod(level, TILE_HEIGHT)
-        count = 1 << height
-        first = index << height  # index among the level-(8*tile_level) hashes
-        tile_index, offset = divmod(first, TILE_WIDTH)
+        tile_level, tile_index, offset, count = node_in_tile(level, index)
         width = _width_at(self._size, tile_level, tile_index)
         if offset + count > width:
             raise LogError(f"subtree ({level}, {index}) is outside a tree of {self._size}")
-        data = self._files.tile(tile_level, tile_index, width)
-        hashes = _split_hashes(data[offset * HASH_SIZE : (offset + count) * HASH_SIZE])
-        return perfect_root(hashes)
+        return tile_span_root(self._files.tile(tile_level, tile_index, width), offset, count)
 
 
 def _ensure_dir(directory: Path) -> None:

@@ -40,18 +40,18 @@ class SkillOutcome:
         return self.status not in NOT_OK
 
 
-def side(item: SkillTree | SkillPin) -> SkillSide:
+def side(tree: SkillTree) -> SkillSide:
     """What :mod:`toolpin.skills.diff` compares."""
-    return SkillSide(item.files, item.texts, item.document)
+    return SkillSide(tree.files, tree.texts, tree.document)
 
 
 def compare(ref: SkillRef, tree: SkillTree, pin: SkillPin | None) -> SkillOutcome:
     """One skill's outcome."""
     if pin is None:
         return SkillOutcome(ref, "new", tree, None, labels(None, side(tree)))
-    if pin.digest == tree.digest:
+    if pin.tree.digest == tree.digest:
         return SkillOutcome(ref, "match", tree, pin)
-    return SkillOutcome(ref, "changed", tree, pin, labels(side(pin), side(tree)))
+    return SkillOutcome(ref, "changed", tree, pin, labels(side(pin.tree), side(tree)))
 
 
 def survey(refs: Sequence[SkillRef], store: SkillStore) -> list[SkillOutcome]:
@@ -117,5 +117,5 @@ def _record(store: SkillStore, outcome: SkillOutcome, event: str) -> None:
         "labels": [lab.key for lab in outcome.labels],
     }
     if outcome.pin is not None:
-        fields["previous"] = outcome.pin.digest
+        fields["previous"] = outcome.pin.tree.digest
     store.write(outcome.ref.key, outcome.ref.name, outcome.tree, event=event, fields=fields)

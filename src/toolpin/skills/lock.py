@@ -75,7 +75,7 @@ def record(folder: Path, lock_path: Path, previous: LockedSkills | None) -> dict
         ref = ref_of(skill)
         tree = read_tree(ref.path, name=ref.name)
         before = previous.items.get(skill.name) if previous is not None else None
-        at = before.pinned_at if before is not None and before.digest == tree.digest else now
+        at = before.pinned_at if before is not None and before.tree.digest == tree.digest else now
         doc = pin_json(skill.name, skill.name, at, tree)
         del doc[FORMAT_KEY]
         items[skill.name] = doc

@@ -68,12 +68,12 @@ def review_lines(outcomes: Sequence[SkillOutcome]) -> list[Line]:
         what = "new: no pin yet" if o.pin is None else "changed since it was pinned"
         out.append(Line(f"{name}  ({what})", "header"))
         if o.pin is not None:
-            out.append(Line(f"pinned    {visible(o.pin.pinned_at)}  {o.pin.digest[:12]}"))
+            out.append(Line(f"pinned    {visible(o.pin.pinned_at)}  {o.pin.tree.digest[:12]}"))
         out.append(Line(f"observed  {o.tree.digest[:12]}  {_files(o)}"))
         out.append(Line(""))
         out += label_lines(o.labels)
         out.append(Line(""))
-        out += diff_lines(o.ref.name, None if o.pin is None else side(o.pin), side(o.tree))
+        out += diff_lines(o.ref.name, None if o.pin is None else side(o.pin.tree), side(o.tree))
         out.append(Line(""))
         target = _shell_word(o.ref.name)
         out.append(
@@ -103,7 +103,7 @@ def check_json(outcomes: Sequence[SkillOutcome]) -> dict[str, Any]:
                 "status": o.status,
                 "ok": o.ok,
                 "treeDigest": o.tree.digest,
-                "pinnedDigest": o.pin.digest if o.pin is not None else None,
+                "pinnedDigest": o.pin.tree.digest if o.pin is not None else None,
                 "labels": [lab.key for lab in o.labels],
                 "files": len(o.tree.files),
             }
@@ -127,7 +127,7 @@ def lock_lines(outcomes: Sequence[SkillOutcome], gone: Sequence[str], *, full: b
         out.append(Line(f"{visible(o.ref.name)}: {words.get(o.status, o.status)}", style))
         if full and not o.ok:
             out += label_lines(o.labels)
-            out += diff_lines(o.ref.name, None if o.pin is None else side(o.pin), side(o.tree))
+            out += diff_lines(o.ref.name, None if o.pin is None else side(o.pin.tree), side(o.tree))
     out += [
         Line(f"skills/{visible(name)}: in the lock but no longer in the folder", "bad")
         for name in gone
@@ -146,7 +146,7 @@ def lock_json(outcomes: Sequence[SkillOutcome], gone: Sequence[str]) -> list[dic
             "diff": [
                 line.text
                 for line in diff_lines(
-                    o.ref.name, None if o.pin is None else side(o.pin), side(o.tree)
+                    o.ref.name, None if o.pin is None else side(o.pin.tree), side(o.tree)
                 )
             ]
             if not o.ok

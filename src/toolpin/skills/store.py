@@ -52,13 +52,9 @@ class SkillPin:
     key: str
     name: str
     pinned_at: str
-    files: tuple[SkillFile, ...]
-    texts: Mapping[str, str]
-    document: dict[str, JSONValue]
-
-    @property
-    def digest(self) -> str:
-        return tree_digest(self.files)
+    tree: SkillTree
+    """The pinned files, texts and ``SKILL.md``, as reading the folder gave them then (its
+    ``digest`` is the pin's)."""
 
 
 def pin_json(key: str, name: str, pinned_at: str, tree: SkillTree) -> dict[str, Any]:
@@ -137,7 +133,7 @@ def pin_from_json(raw: JSONValue, *, where: str) -> SkillPin:
         raise bad(exc.message) from None
     if raw.get("skillHash") != definition_hash(document):
         raise bad("the skill hash does not match SKILL.md")
-    return SkillPin(key, name, at, tuple(files), texts, document)
+    return SkillPin(key, name, at, SkillTree(tuple(files), texts, document))
 
 
 class SkillStore:

@@ -43,8 +43,6 @@ if TYPE_CHECKING:
     from toolpin.packages import PackageRef, ResolvedPackage
     from toolpin.probe.http import Authorizer
     from toolpin.skills.check import SkillOutcome
-    from toolpin.skills.store import SkillPin
-    from toolpin.skills.tree import SkillTree
 
 DEFAULT_LOCK: Final = "toolpin.lock"
 CLIENT_CAPABILITIES: Final = ("elicitation", "roots", "sampling")
@@ -353,7 +351,7 @@ def _lock_skills(
     doc = skills_lock.record(folder, lock_path, before)
     locked = skills_lock.read(doc, lock_path)
     outcomes = [
-        SkillOutcome(skills_lock.ref_of(folder / name), "pinned", _tree_of(pin), pin)
+        SkillOutcome(skills_lock.ref_of(folder / name), "pinned", pin.tree, pin)
         for name, pin in locked.items.items()
     ]
     return doc, outcomes
@@ -371,12 +369,6 @@ def _records_skills(lock_path: Path) -> bool:
     except ToolpinError:
         return False
     return isinstance(doc, dict) and SKILLS in doc
-
-
-def _tree_of(pin: SkillPin) -> SkillTree:
-    from toolpin.skills.tree import SkillTree
-
-    return SkillTree(pin.files, dict(pin.texts), pin.document)
 
 
 def _previous(lock_path: Path) -> Mapping[str, LockEntry]:
