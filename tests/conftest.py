@@ -192,32 +192,61 @@ LONG_MARKS = ("slow", "npm", "registries")
 """Tests that spend seconds to minutes waiting (servers that answer late, registries,
 installs, Chromium)."""
 
-LONG_MODULES = (
-    "tests/integrations/",
-    "tests/proxy/test_proxy_real_servers.py",
-    "tests/proxy/test_proxy_acceptance.py",
-    "tests/proxy/test_real_listings.py",
-    "tests/proxy/test_proxy_audit_chain.py",
-    "tests/proxy/test_proxy_store.py",
-    "tests/site/test_site_state.py",
-    "tests/site/test_site_cache.py",
-    "tests/site/test_site_browser.py",
-    "tests/site/test_site_layout.py",
-    "tests/teamlock/test_teamlock_log_proofs.py",
-    "tests/lookup/test_plugin.py",
-    "tests/lookup/test_lookup_vocabulary.py",
-    "tests/remote/test_remote_sdk.py",
-    "tests/test_readme.py",
-)
-"""Modules whose tests took 15 s or more each in a loaded run (docs/testing.md): they go
-first too."""
+LONG_MODULES: dict[str, float] = {
+    "tests/teamlock/test_teamlock_slow.py": 80,
+    "tests/integrations/test_action.py": 68,
+    "tests/proxy/test_proxy_real_servers.py": 65,
+    "tests/integrations/test_precommit.py": 41,
+    "tests/proxy/test_proxy_store_faults.py": 38,
+    "tests/site/test_site_layout.py": 36,
+    "tests/integrations/test_install.py": 28,
+    "tests/proxy/test_real_listings.py": 28,
+    "tests/probe/test_probe_slow.py": 27,
+    "tests/proxy/test_proxy_acceptance.py": 27,
+    "tests/site/test_site_browser.py": 24,
+    "tests/crawl/test_crawl_real_packages.py": 23,
+    "tests/teamlock/test_teamlock_real_packages.py": 23,
+    "tests/evidence/test_evidence_lookup.py": 22,
+    "tests/test_readme.py": 21,
+    "tests/proxy/test_proxy_audit_chain.py": 20,
+    "tests/probe/test_probe.py": 20,
+    "tests/remote/test_remote_lock_auth.py": 20,
+    "tests/proxy/test_proxy_hostile.py": 18,
+    "tests/teamlock/test_teamlock_log_proofs.py": 16,
+    "tests/witness/test_witness_state.py": 16,
+    "tests/proxy/test_classify.py": 16,
+    "tests/evidence/test_evidence_prepared.py": 14,
+    "tests/remote/test_remote_sdk.py": 14,
+    "tests/storage/test_storage_serve.py": 13,
+    "tests/storage/test_storage_interrupt.py": 12,
+    "tests/proxy/test_proxy_public_log.py": 12,
+    "tests/lookup/test_plugin.py": 12,
+    "tests/core/test_seqdiff.py": 12,
+    "tests/witness/test_witness_aics_interop.py": 11,
+    "tests/lookup/test_lookup_stdio.py": 11,
+    "tests/install/test_install_browser.py": 11,
+    "tests/proxy/test_proxy_store.py": 11,
+    "tests/teamlock/test_teamlock_lock.py": 10,
+    "tests/lookup/test_lookup_vocabulary.py": 5,
+    "tests/site/test_site_state.py": 8,
+    "tests/site/test_site_cache.py": 5,
+}
+"""The modules that take longest in all, with the seconds one worker spent on the whole
+module (setup to teardown, ``TOOLPIN_CPU_PROFILE``, a quiet run on 2026-12-05): they go
+first, longest first (docs/testing.md, *Long tests first*)."""
+
+DEFAULT_LONG_SECONDS = 10.0
+"""The weight of a module with a test marked long that the table above does not list."""
 
 
-def _long(item: pytest.Item) -> bool:
-    if any(item.get_closest_marker(name) for name in LONG_MARKS):
-        return True
+def _weight(item: pytest.Item) -> float | None:
+    """The seconds a long test's module is expected to take; ``None`` for the rest."""
     path = item.nodeid.split("::", 1)[0]
-    return any(path == m or (m.endswith("/") and path.startswith(m)) for m in LONG_MODULES)
+    if path in LONG_MODULES:
+        return LONG_MODULES[path]
+    if any(item.get_closest_marker(name) for name in LONG_MARKS):
+        return DEFAULT_LONG_SECONDS
+    return None
 
 
 def _shares(total: int, workers: int) -> list[int]:
@@ -231,28 +260,49 @@ def _shares(total: int, workers: int) -> list[int]:
     return sizes
 
 
+def pack_longest_first(weights: dict[str, float], workers: int) -> list[list[str]]:
+    """Modules to workers, longest first, each to the worker with the least so far (the
+    longest-processing-time rule): the longest waits start at once, in parallel, and no
+    worker is handed far more than another. Ties keep the given order."""
+    parts: list[list[str]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for module in sorted(weights, key=lambda m: -weights[m]):
+        k = loads.index(min(loads))
+        parts[k].append(module)
+        loads[k] += weights[module]
+    return parts
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The long tests start first, on every worker at once, so their waiting overlaps the
-    rest of the suite instead of trailing it: each worker's share of the collection
-    begins with its part of them (``worksteal`` takes work from the end of a share).
-    Every worker computes the same order (xdist requires it); the rest keep theirs."""
+    """The long tests start first, longest first, spread over the workers by their
+    expected time, so their waiting overlaps the rest of the suite instead of trailing
+    it: each worker's share of the collection begins with its part of them
+    (``worksteal`` takes work from the end of a share). Every worker computes the same
+    order (xdist requires it); the rest keep theirs."""
     dist = config.getoption("dist", "no")
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if dist not in ("load", "worksteal") or workers < 2:
         return  # one process: nothing to overlap; loadscope, loadfile: their grouping
-    long = [item for item in items if _long(item)]
-    rest = [item for item in items if not _long(item)]
-    # Whole modules to a worker, in turn: the tests of one module often wait for one
-    # thing built once (tests/shared.py), which the other workers need not wait for.
+    # Whole modules to a worker: the tests of one module often wait for one thing built
+    # once (tests/shared.py), which the other workers need not wait for.
     modules: dict[str, list[pytest.Item]] = {}
-    for item in long:
-        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    parts: list[list[pytest.Item]] = [[] for _ in range(workers)]
-    for k, module in enumerate(modules.values()):
-        parts[k % workers] += module
+    weights: dict[str, float] = {}
+    rest: list[pytest.Item] = []
+    for item in items:
+        weight = _weight(item)
+        if weight is None:
+            rest.append(item)
+            continue
+        module = item.nodeid.split("::", 1)[0]
+        modules.setdefault(module, []).append(item)
+        weights[module] = weight
+    parts = [
+        [item for module in part for item in modules[module]]
+        for part in pack_longest_first(weights, workers)
+    ]
     sizes = _shares(len(items), workers)
     if dist != "worksteal" or any(len(p) > n for p, n in zip(parts, sizes, strict=True)):
-        items[:] = long + rest
+        items[:] = [item for part in parts for item in part] + rest
         return
     ordered: list[pytest.Item] = []
     taken = 0
