@@ -198,7 +198,7 @@ LONG_MODULES: dict[str, float] = {
     "tests/proxy/test_proxy_real_servers.py": 65,
     "tests/integrations/test_precommit.py": 41,
     "tests/proxy/test_proxy_store_faults.py": 38,
-    "tests/site/test_site_layout.py": 36,
+    "tests/site/test_site_layout.py": 12,
     "tests/integrations/test_install.py": 28,
     "tests/proxy/test_real_listings.py": 28,
     "tests/probe/test_probe_slow.py": 27,

@@ -70,64 +70,81 @@ def _pages(site: dict[str, Any]) -> list[str]:
     return pages
 
 
+class Window:
+    """One window width's pages, each loaded once for the whole module: every check here
+    only reads a loaded page (its layout, text and computed styles), so the checks of one
+    page at one width share one load."""
+
+    def __init__(self, context: Any) -> None:
+        self.context = context
+        self.loaded: dict[str, Any] = {}
+
+    def page(self, url: str) -> Any:
+        if url not in self.loaded:
+            self.loaded[url], _ = open_page(self.context, url)
+        return self.loaded[url]
+
+
+@pytest.fixture(scope="module")
+def windows(browser: Any) -> Iterator[dict[int, Window]]:
+    contexts = {w: browser.new_context(viewport={"width": w, "height": 800}) for w in WIDTHS}
+    yield {w: Window(context) for w, context in contexts.items()}
+    for context in contexts.values():
+        context.close()
+
+
 @pytest.fixture(params=WIDTHS, ids=[f"{w}px" for w in WIDTHS])
-def sized(request: pytest.FixtureRequest, browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": request.param, "height": 800})
-    yield context
-    context.close()
+def sized(request: pytest.FixtureRequest, windows: dict[int, Window]) -> Window:
+    return windows[request.param]
 
 
 def test_no_header_breaks_inside_a_word(
-    sample_site: dict[str, Any], served: str, sized: Any
+    sample_site: dict[str, Any], served: str, sized: Window
 ) -> None:
     checked = 0
     for rel in _pages(sample_site):
-        page, _ = open_page(sized, served + rel)
+        page = sized.page(served + rel)
         assert page.evaluate(SPLIT_WORDS) == [], rel
         checked += len(page.query_selector_all("th"))
-        page.close()
     assert checked > 10  # the pages do have table headers
 
 
 def test_nothing_is_wider_than_the_window(
-    sample_site: dict[str, Any], served: str, sized: Any
+    sample_site: dict[str, Any], served: str, sized: Window
 ) -> None:
     for rel in _pages(sample_site):
-        page, _ = open_page(sized, served + rel)
+        page = sized.page(served + rel)
         found = page.evaluate(OVERFLOW)
         assert found["page"] <= 0, (rel, found)
         assert found["cut"] == [], (rel, found)
-        page.close()
 
 
-def test_a_long_code_line_scrolls_in_its_box(served: str, sized: Any) -> None:
-    page, _ = open_page(sized, served + "install/index.html")
+def test_a_long_code_line_scrolls_in_its_box(served: str, sized: Window) -> None:
+    page = sized.page(served + "install/index.html")
     box = page.query_selector("#out-vscode").evaluate_handle("e => e.closest('pre')")
     width = box.evaluate("e => [e.scrollWidth, e.clientWidth, getComputedStyle(e).overflowX]")
     assert width[0] > width[1] and width[2] == "auto"  # a long deeplink, scrollable
-    page.close()
 
 
 def test_report_dates_are_readable_times(
-    sample_site: dict[str, Any], served: str, sized: Any
+    sample_site: dict[str, Any], served: str, sized: Window
 ) -> None:
     shown = 0
     for rel in _pages(sample_site):
         if not rel.startswith("reports/"):
             continue
-        page, _ = open_page(sized, served + rel)
+        page = sized.page(served + rel)
         for time in page.query_selector_all("time[datetime]"):
             text = time.text_content() or ""
             assert "T" not in text.split(",")[0] and text.endswith("UTC"), (rel, text)
             shown += 1
         body = page.text_content("main") or ""
         assert ":00Z" not in body, rel  # no raw ISO stamp left in the text
-        page.close()
     assert shown > 0
 
 
-def test_install_form_controls_are_full_size_and_styled(served: str, sized: Any) -> None:
-    page, _ = open_page(sized, served + "install/index.html")
+def test_install_form_controls_are_full_size_and_styled(served: str, sized: Window) -> None:
+    page = sized.page(served + "install/index.html")
     for selector in ("#install-command", "#install-name", "#install-env", "#install-path",
                      "#install-launcher", "button[type=submit]"):  # fmt: skip
         box = page.query_selector(selector).bounding_box()
@@ -142,4 +159,3 @@ def test_install_form_controls_are_full_size_and_styled(served: str, sized: Any)
     command = page.query_selector("#install-command").bounding_box()
     main = page.query_selector("main").bounding_box()
     assert command["width"] >= min(main["width"] - 40, 600)  # the command field is wide
-    page.close()
