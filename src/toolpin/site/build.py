@@ -995,6 +995,82 @@ def _server_files(
     return badge, summaries, explained
 
 
+def _kept_summaries(
+    history: ServerHistory, kept: Mapping[str, Any]
+) -> tuple[list[ChangeSummary | None], Explained] | None:
+    """Every change summary and explanation of a server, from its kept record when the
+    record holds exactly its changes, each for the same two leaf hashes (``None``
+    otherwise: the server is built, as :func:`_server_files` does)."""
+    versions = history.versions
+    if len(kept) != len(versions) - 1:
+        return None
+    summaries: list[ChangeSummary | None] = [None]
+    explained: Explained = {}
+    for position in range(1, len(versions)):
+        version, before = versions[position], versions[position - 1]
+        item: Any = kept.get(str(version.index))
+        if not _reuse(item, version.leaf_hash, before.leaf_hash) or len(item) != 8:
+            return None
+        try:
+            summaries.append(ChangeSummary(tuple(map(str, item[2])), *map(int, item[3:7])))
+            explained[version.index] = (before.index, _explain_json(item[7]))
+        except (TypeError, ValueError):
+            return None
+    return summaries, explained
+
+
+def _kept_servers(
+    view: LogView,
+    sids: list[str],
+    now: dt.datetime,
+    writer: SiteWriter,
+    context: Mapping[str, Any],
+    cache: tuple[Path | None, str],
+    proofs: _Proofs,
+) -> tuple[list[_Done], list[str]]:
+    """The servers this process keeps whole, and those left to build.
+
+    A server is kept when the last build recorded its files with the inputs key it has
+    now (:func:`_server_key`), every file is still as recorded
+    (:meth:`SiteWriter.keep_group`), and the work cache holds the summary and the
+    explanation of each of its changes for the same leaf hashes: exactly what
+    :func:`_server_files` would find and keep, without a worker visiting the server. So a
+    build's work follows the servers that changed, not the log."""
+    if cache[0] is None or not sids:
+        return [], sids
+    work = WorkCache(*cache)
+    kept: list[_Done] = []
+    left: list[str] = []
+    shard = ""
+    for sid in sids:  # sorted, so each shard is read once (and dropped after)
+        if shard_of(sid) != shard:
+            shard = shard_of(sid)
+            work.forget()
+        history = view.servers[sid]
+        recorded = writer.recorded_key(sid)
+        if recorded is None:
+            left.append(sid)
+            continue
+        badge = badge_state(history, now)
+        shown = f"{badge.state}\0{badge.message}\0{badge.color}".encode()
+        if _server_key(view, history, shown, context, proofs, work.code) != recorded:
+            left.append(sid)
+            continue
+        if history.opted_out:
+            made: tuple[list[ChangeSummary | None], Explained] | None = (
+                [None] * len(history.versions),
+                {},
+            )
+        else:
+            made = _kept_summaries(history, work.summary(sid))
+        if made is None or not writer.keep_group(sid, recorded):
+            left.append(sid)
+            continue
+        kept.append((sid, badge, *made))
+    work.forget()
+    return kept, left
+
+
 def _server_key(
     view: LogView,
     history: ServerHistory,
@@ -1111,12 +1187,13 @@ def _all_servers(
     (``meanwhile`` runs in this process while they work); then every proof and blob and
     the reports (``reports``), which the workers write after the servers (one of them the
     reports) while this process goes on: the second item returned (finish and close it)."""
-    sids = sorted(view.servers)
     owners = _blob_owners(view)
     refs = [] if writer.fresh else list(owners)  # a new site's blobs: linked by their owners
-    results: list[_Done] = []
+    # The servers whose files and work are all as the last build left them are kept here;
+    # only the others are visited (by workers when many).
+    results, sids = _kept_servers(view, sorted(view.servers), now, writer, context, cache, proofs)
     workers = _workers()
-    if len(sids) < PARALLEL_FROM or workers == 1:
+    if len(view.servers) < PARALLEL_FROM or workers == 1:
         meanwhile()
         tasks: list[_Task] = [
             ("servers", sids),
@@ -1137,7 +1214,7 @@ def _all_servers(
         for sid in sids:
             shards.setdefault(shard_of(sid), []).append(sid)
         groups = [shards[k] for k in sorted(shards)]
-        size = -(-len(groups) // (workers * 8))
+        size = max(1, -(-len(groups) // (workers * 8)))
         tasks = [
             ("servers", [sid for group in groups[i : i + size] for sid in group])
             for i in range(0, len(groups), size)
