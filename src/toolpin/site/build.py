@@ -1019,43 +1019,63 @@ def _kept_summaries(
     return summaries, explained
 
 
-def _kept_servers(
+def _same_keys(
     view: LogView,
     sids: list[str],
     now: dt.datetime,
     writer: SiteWriter,
     context: Mapping[str, Any],
-    cache: tuple[Path | None, str],
     proofs: _Proofs,
-) -> tuple[list[_Done], list[str]]:
-    """The servers this process keeps whole, and those left to build.
+    cache: tuple[Path | None, str],
+) -> tuple[list[tuple[str, Badge]], list[str]]:
+    """The servers whose inputs key (:func:`_server_key`) is the one the last build
+    recorded for their files, each with its badge, and the others (to build)."""
+    if cache[0] is None:
+        return [], sids
+    same: list[tuple[str, Badge]] = []
+    other: list[str] = []
+    for sid in sids:
+        history = view.servers[sid]
+        recorded = writer.recorded_key(sid)
+        if recorded is None:
+            other.append(sid)
+            continue
+        badge = badge_state(history, now)
+        shown = f"{badge.state}\0{badge.message}\0{badge.color}".encode()
+        if _server_key(view, history, shown, context, proofs, cache[1]) == recorded:
+            same.append((sid, badge))
+        else:
+            other.append(sid)
+    return same, other
 
-    A server is kept when the last build recorded its files with the inputs key it has
-    now (:func:`_server_key`), every file is still as recorded
+
+def _kept_servers(
+    view: LogView,
+    same: list[tuple[str, Badge]],
+    writer: SiteWriter,
+    cache: tuple[Path | None, str],
+) -> tuple[list[_Done], list[str]]:
+    """Of the servers :func:`_same_keys` found with the same inputs, those kept whole
+    here, and those left to build.
+
+    A server is kept when every file the last build recorded for it is still as recorded
     (:meth:`SiteWriter.keep_group`), and the work cache holds the summary and the
     explanation of each of its changes for the same leaf hashes: exactly what
     :func:`_server_files` would find and keep, without a worker visiting the server. So a
-    build's work follows the servers that changed, not the log."""
-    if cache[0] is None or not sids:
-        return [], sids
+    build's work follows the servers that changed, not the log. (The cache's shards are
+    only read here: a worker that rewrites one meanwhile replaces it atomically, and a
+    kept server's record is the same in both.)"""
+    if cache[0] is None or not same:
+        return [], [sid for sid, _ in same]
     work = WorkCache(*cache)
     kept: list[_Done] = []
     left: list[str] = []
     shard = ""
-    for sid in sids:  # sorted, so each shard is read once (and dropped after)
+    for sid, badge in same:  # sorted, so each shard is read once (and dropped after)
         if shard_of(sid) != shard:
             shard = shard_of(sid)
             work.forget()
         history = view.servers[sid]
-        recorded = writer.recorded_key(sid)
-        if recorded is None:
-            left.append(sid)
-            continue
-        badge = badge_state(history, now)
-        shown = f"{badge.state}\0{badge.message}\0{badge.color}".encode()
-        if _server_key(view, history, shown, context, proofs, work.code) != recorded:
-            left.append(sid)
-            continue
         if history.opted_out:
             made: tuple[list[ChangeSummary | None], Explained] | None = (
                 [None] * len(history.versions),
@@ -1063,7 +1083,8 @@ def _kept_servers(
             )
         else:
             made = _kept_summaries(history, work.summary(sid))
-        if made is None or not writer.keep_group(sid, recorded):
+        key = writer.recorded_key(sid)
+        if made is None or key is None or not writer.keep_group(sid, key):
             left.append(sid)
             continue
         kept.append((sid, badge, *made))
@@ -1189,14 +1210,16 @@ def _all_servers(
     reports) while this process goes on: the second item returned (finish and close it)."""
     owners = _blob_owners(view)
     refs = [] if writer.fresh else list(owners)  # a new site's blobs: linked by their owners
-    # The servers whose files and work are all as the last build left them are kept here;
-    # only the others are visited (by workers when many).
-    results, sids = _kept_servers(view, sorted(view.servers), now, writer, context, cache, proofs)
+    # The servers whose files and work are all as the last build left them are kept by
+    # this process (while the workers, when many, build the others); only the others are
+    # visited.
+    same, sids = _same_keys(view, sorted(view.servers), now, writer, context, proofs, cache)
     workers = _workers()
     if len(view.servers) < PARALLEL_FROM or workers == 1:
         meanwhile()
+        results, left = _kept_servers(view, same, writer, cache)
         tasks: list[_Task] = [
-            ("servers", sids),
+            ("servers", sorted(sids + left)),
             ("proofs", range(view.checkpoint.size)),
             ("blobs", refs),
         ]
@@ -1245,9 +1268,15 @@ def _all_servers(
         try:
             done = pool.imap_unordered(_task, tasks)
             meanwhile()
+            results, left = _kept_servers(view, same, writer, cache)
             for _, part, stats, written, unchanged, made in done:
                 results.extend(part)
                 writer.merge(stats, written, unchanged, made)
+            if left:  # (rare: a kept server whose files or work are not as recorded)
+                # built here, once no worker writes the cache's shards
+                results.extend(
+                    _run(("servers", left), view, writer, env, now, context, proofs, cache, owners)
+                )
             # The reports first (they are the longest), then the proofs and blobs.
             report = None
             if reports is not None:
