@@ -615,6 +615,11 @@ def _build(
         hook_context["now"] = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         hook_context["audited"] = view.audited
         hook_context["report_observations"] = view.observations
+        # The reports of months that are over are issued once, at a published checkpoint
+        # (toolpin.site.reports), and kept while their files are as this state records.
+        hook_context["report_published"] = [(i.size, i.root, i.note) for i in proofs.history.items]
+        hook_context["report_recorded"], hook_context["report_groups"], _ = writer.previous
+        hook_context["report_code"] = cache[1]
         job = (reports, env, root, hook_context, view.log_dir)
     pages, rest = _all_servers(
         view, now, writer, env, context, meanwhile=the_log, cache=cache, reports=job, proofs=proofs
@@ -671,6 +676,7 @@ def _build(
         if files is not None:
             hooked.extend(files[0])
             fresh.extend(files[1])
+            writer.groups.update(files[2])
     finally:
         rest.close()
     # Their files belong to this build too (kept, or removed when no longer written).
@@ -698,13 +704,17 @@ def _hooked_files(writer: Callable[..., Any], *args: Any) -> tuple[list[Path], l
 
 ReportsJob = tuple[Callable[..., Any], jinja2.Environment, Path, dict[str, Any], Path]
 """The reports hook and what it is called with (its context lacks ``report_known``)."""
-_Files = tuple[list[Path], list[Path]]
+_Files = tuple[list[Path], list[Path], "_Groups"]
 
 
 def _reports(job: ReportsJob, explained: Explained) -> _Files:
-    """The report pages, with the explanations of every change."""
+    """The report pages, with the explanations of every change (and the groups of the
+    files of the months issued once: :mod:`toolpin.site.reports`)."""
     reports, env, root, context, log_dir = job
-    return _hooked_files(reports, env, root, {**context, "report_known": explained}, log_dir)
+    made: _Groups = {}
+    context = {**context, "report_known": explained, "report_groups_made": made}
+    files, written = _hooked_files(reports, env, root, context, log_dir)
+    return files, written, made
 
 
 def _reports_task(explained: Explained) -> _Files:
