@@ -118,3 +118,57 @@ def test_a_damaged_or_foreign_cache_is_ignored(tmp_path: Path) -> None:
     assert _tree(tmp_path / "plain") == _tree(tmp_path / "again")
     kept = [*cache.glob("summary/*.json"), *cache.glob("work/*/*.json")]
     assert all("forged" not in p.read_text(encoding="utf-8") for p in kept)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_incremental_build_visits_only_the_servers_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    import toolpin.site.build as build
+
+    if workers > 1:  # the worker processes' path, on a small log
+        monkeypatch.setattr(build, "PARALLEL_FROM", 1)
+        monkeypatch.setattr(build, "_workers", lambda: workers)
+    writer = LogWriter(tmp_path / "log")
+    for name in ("one", "two", "three"):
+        writer.observe(name, [tool("a")], "2026-11-01T00:00:00Z")
+    writer.commit()
+    writer.observe(
+        "one", [tool("a", "changed")], "2026-11-20T00:00:00Z", last_good_look="2026-11-19T00:00:00Z"
+    )
+    writer.commit()
+    vkey = Verifier.from_text(writer.vkey)
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    shutil.copytree(out, tmp_path / "cold")
+    visited = tmp_path / "visited"
+    files = build._server_files
+
+    def counted(view: object, history: object, *args: object) -> object:
+        with visited.open("a", encoding="utf-8") as log:  # (from any process)
+            log.write(history.latest.name + "\n")  # type: ignore[attr-defined]
+        return files(view, history, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "_server_files", counted)
+    writer.observe(
+        "two", [tool("b", "new")], "2026-11-30T00:00:00Z", last_good_look="2026-11-29T00:00:00Z"
+    )
+    writer.commit()
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    assert visited.read_text(encoding="utf-8").split() == ["two"]
+    build_site(tmp_path / "log", vkey, tmp_path / "cold", now=parse_now(NOW))
+    assert _tree(out) == _tree(tmp_path / "cold")
+    # Without the kept summaries every server is visited again (and the bytes are the same).
+    for shard in cache.glob("summary/*.json"):
+        shard.unlink()
+    visited.unlink()
+    writer.observe(
+        "three", [tool("c", "new")], "2026-11-30T01:00:00Z", last_good_look="2026-11-29T00:00:00Z"
+    )
+    writer.commit()
+    shutil.rmtree(tmp_path / "cold")
+    shutil.copytree(out, tmp_path / "cold")
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    assert sorted(visited.read_text(encoding="utf-8").split()) == ["one", "three", "two"]
+    build_site(tmp_path / "log", vkey, tmp_path / "cold", now=parse_now(NOW))
+    assert _tree(out) == _tree(tmp_path / "cold")

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 from site_helpers import NOW, LogWriter, sample_log, tool
 
@@ -231,3 +232,75 @@ def test_a_history_that_does_not_check_is_ignored(tmp_path: Path) -> None:
     ]
     assert [c["size"] for c in history] == [5, 7]
     assert "\n\nlog.example/toolpin-site-test\n5\n" in (out / "proof/0.tlog-proof").read_text()
+
+
+def test_the_report_of_a_month_that_is_over_is_issued_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolpin.site.reports as reports
+
+    writer = LogWriter(tmp_path / "log")
+    writer.observe("one", [tool("a")], "2026-10-03T00:00:00Z")
+    writer.observe("two", [tool("b")], "2026-10-04T00:00:00Z")
+    writer.commit()
+    writer.observe("one", [tool("a", "changed")], "2026-11-20T00:00:00Z")
+    writer.commit()
+    vkey = Verifier.from_text(writer.vkey)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    october = json.loads((out / "reports/2026-10.json").read_bytes())
+    assert october["generatedAt"] == "2026-11-01T00:00:00Z" and october["partial"] is False
+    assert october["checkpoint"]["size"] == 3  # the site's first checkpoint
+    before = _tree(out)
+    # Entries observed after October: its report is kept as it was (not made again).
+    writer.observe("two", [tool("b", "new")], "2026-11-30T00:00:00Z")
+    writer.commit()
+    shutil.copytree(out, tmp_path / "cold")
+    made: list[str] = []
+    monthly = reports.monthly_report
+
+    def counted(view: Any, month: str, **kwargs: Any) -> Any:
+        made.append(month)
+        return monthly(view, month, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(reports, "monthly_report", counted)
+        build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    assert made == ["2026-11", "2026-12"]  # October's report was not made again
+    after = _tree(out)
+    for rel in ("reports/2026-10.json", "reports/2026-10.html"):
+        assert after[rel] == before[rel]
+    november = json.loads((out / "reports/2026-11.json").read_bytes())
+    assert november["checkpoint"]["size"] == 4 and november["partial"] is False
+    # the same bytes as a build over a copy of the published site (the same history)
+    build_site(tmp_path / "log", vkey, tmp_path / "cold", now=parse_now(NOW))
+    assert {k: v[0] for k, v in _tree(tmp_path / "cold").items()} == {
+        k: v[0] for k, v in after.items()
+    }
+    for month in ("2026-10", "2026-11"):
+        done = _cli(
+            "log", "report", "--log", str(tmp_path / "log"), "--vkey", writer.vkey,
+            "--verify", str(out / f"reports/{month}.json"),
+        )  # fmt: skip
+        assert done.exit_code == 0, done.output
+    # A file not as the build state records it is made again (the same bytes).
+    (out / "reports/2026-10.html").write_text("tampered", encoding="utf-8")
+    writer.observe("two", [tool("b", "newer")], "2026-11-30T01:00:00Z")
+    writer.commit()
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    assert (out / "reports/2026-10.html").read_bytes() == (
+        tmp_path / "cold/reports/2026-10.html"
+    ).read_bytes()
+    # A late entry observed in October: its report is made again, at the checkpoint that
+    # holds it.
+    writer.observe("three", [tool("c")], "2026-10-30T00:00:00Z")
+    writer.commit()
+    build_site(tmp_path / "log", vkey, out, now=parse_now(NOW), cache=cache)
+    october = json.loads((out / "reports/2026-10.json").read_bytes())
+    assert october["checkpoint"]["size"] == 6 and october["servers"]["recordedNew"] == 3
+    shutil.rmtree(tmp_path / "cold")
+    shutil.copytree(out, tmp_path / "cold")
+    build_site(tmp_path / "log", vkey, tmp_path / "cold", now=parse_now(NOW))
+    assert {k: v[0] for k, v in _tree(tmp_path / "cold").items()} == {
+        k: v[0] for k, v in _tree(out).items()
+    }

@@ -70,7 +70,9 @@ def test_the_kept_reading_gives_the_full_audits_view(
     _grow(writer, 300, 230)  # the second bundle completed, a third begun
     _same(_read(writer, kept), read_log(writer.path, vkey))
     assert audits.calls == 1  # the new entries only were audited
-    assert orjson.loads(kept.read_bytes())["note"] == writer.log.checkpoint_note
+    # (the new entries were appended to the kept reading, bound to the new checkpoint)
+    reading = verified._load(kept, vkey, code_digest())
+    assert reading is not None and reading.note == writer.log.checkpoint_note
 
 
 def test_an_incremental_build_from_the_kept_reading_is_a_full_builds_bytes(
@@ -143,3 +145,54 @@ def test_a_tile_changed_after_it_was_verified_is_not_published(tmp_path: Path) -
     with pytest.raises(UnverifiedLogError, match="tile/0/000 changed in the log"):
         build_site(writer.path, vkey, tmp_path / "b", now=now, cache=cache)
     assert not (tmp_path / "b").exists()
+
+
+def test_a_grown_reading_is_appended_and_a_torn_record_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = LogWriter(tmp_path / "log")
+    _grow(writer, 0, 300)
+    kept = tmp_path / "cache" / verified.FILE
+    tail = verified.tail_path(kept)
+    vkey = Verifier.from_text(writer.vkey)
+    _read(writer, kept)
+    base = kept.read_bytes()
+    assert not tail.exists()
+    _grow(writer, 300, 30)
+    audits = _Audits(monkeypatch)
+    _same(_read(writer, kept), read_log(writer.path, vkey))
+    _grow(writer, 330, 20)
+    _same(_read(writer, kept), read_log(writer.path, vkey))
+    assert audits.calls == 0
+    assert kept.read_bytes() == base  # only the new entries were written, as two records
+    records = [orjson.loads(line) for line in tail.read_bytes().splitlines()]
+    assert [(r["from"], r["size"]) for r in records] == [(300, 330), (330, 350)]
+    reading = verified._load(kept, vkey, code_digest())
+    assert reading is not None and reading.note == writer.log.checkpoint_note
+    full = read_log(writer.path, vkey)
+    entries = reading.entries
+    assert {sid: h.versions for sid, h in entries.servers.items()} == {
+        sid: h.versions for sid, h in full.servers.items()
+    }
+    assert entries.leaves == full.leaf_hashes
+    assert entries.observations == full.observations and entries.unreadable == full.unreadable
+    # A torn last record: the reading up to it is used, the rest audited, and the next
+    # reading is saved whole.
+    tail.write_bytes(tail.read_bytes()[:-40])
+    reading = verified._load(kept, vkey, code_digest())
+    assert reading is not None and reading.checkpoint.size == 330 and reading.appended is None
+    _grow(writer, 350, 5)
+    _same(_read(writer, kept), read_log(writer.path, vkey))
+    assert audits.calls == 0
+    assert not tail.exists() and kept.read_bytes() != base
+    # A record of another base, or one whose leaves are not the tree of its note, is not used.
+    _grow(writer, 355, 5)
+    _read(writer, kept)
+    record = orjson.loads(tail.read_bytes())
+    tail.write_bytes(orjson.dumps({**record, "base": "0" * 64}) + b"\n")
+    reading = verified._load(kept, vkey, code_digest())
+    assert reading is not None and reading.checkpoint.size == 355
+    tail.write_bytes(orjson.dumps({**record, "leaves": "00" * 32 * 5}) + b"\n")
+    assert verified._load(kept, vkey, code_digest()) is None
+    _same(_read(writer, kept), read_log(writer.path, vkey))
+    assert audits.calls == 1

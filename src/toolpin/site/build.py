@@ -615,6 +615,11 @@ def _build(
         hook_context["now"] = now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         hook_context["audited"] = view.audited
         hook_context["report_observations"] = view.observations
+        # The reports of months that are over are issued once, at a published checkpoint
+        # (toolpin.site.reports), and kept while their files are as this state records.
+        hook_context["report_published"] = [(i.size, i.root, i.note) for i in proofs.history.items]
+        hook_context["report_recorded"], hook_context["report_groups"], _ = writer.previous
+        hook_context["report_code"] = cache[1]
         job = (reports, env, root, hook_context, view.log_dir)
     pages, rest = _all_servers(
         view, now, writer, env, context, meanwhile=the_log, cache=cache, reports=job, proofs=proofs
@@ -671,6 +676,7 @@ def _build(
         if files is not None:
             hooked.extend(files[0])
             fresh.extend(files[1])
+            writer.groups.update(files[2])
     finally:
         rest.close()
     # Their files belong to this build too (kept, or removed when no longer written).
@@ -698,13 +704,17 @@ def _hooked_files(writer: Callable[..., Any], *args: Any) -> tuple[list[Path], l
 
 ReportsJob = tuple[Callable[..., Any], jinja2.Environment, Path, dict[str, Any], Path]
 """The reports hook and what it is called with (its context lacks ``report_known``)."""
-_Files = tuple[list[Path], list[Path]]
+_Files = tuple[list[Path], list[Path], "_Groups"]
 
 
 def _reports(job: ReportsJob, explained: Explained) -> _Files:
-    """The report pages, with the explanations of every change."""
+    """The report pages, with the explanations of every change (and the groups of the
+    files of the months issued once: :mod:`toolpin.site.reports`)."""
     reports, env, root, context, log_dir = job
-    return _hooked_files(reports, env, root, {**context, "report_known": explained}, log_dir)
+    made: _Groups = {}
+    context = {**context, "report_known": explained, "report_groups_made": made}
+    files, written = _hooked_files(reports, env, root, context, log_dir)
+    return files, written, made
 
 
 def _reports_task(explained: Explained) -> _Files:
@@ -995,6 +1005,103 @@ def _server_files(
     return badge, summaries, explained
 
 
+def _kept_summaries(
+    history: ServerHistory, kept: Mapping[str, Any]
+) -> tuple[list[ChangeSummary | None], Explained] | None:
+    """Every change summary and explanation of a server, from its kept record when the
+    record holds exactly its changes, each for the same two leaf hashes (``None``
+    otherwise: the server is built, as :func:`_server_files` does)."""
+    versions = history.versions
+    if len(kept) != len(versions) - 1:
+        return None
+    summaries: list[ChangeSummary | None] = [None]
+    explained: Explained = {}
+    for position in range(1, len(versions)):
+        version, before = versions[position], versions[position - 1]
+        item: Any = kept.get(str(version.index))
+        if not _reuse(item, version.leaf_hash, before.leaf_hash) or len(item) != 8:
+            return None
+        try:
+            summaries.append(ChangeSummary(tuple(map(str, item[2])), *map(int, item[3:7])))
+            explained[version.index] = (before.index, _explain_json(item[7]))
+        except (TypeError, ValueError):
+            return None
+    return summaries, explained
+
+
+def _same_keys(
+    view: LogView,
+    sids: list[str],
+    now: dt.datetime,
+    writer: SiteWriter,
+    context: Mapping[str, Any],
+    proofs: _Proofs,
+    cache: tuple[Path | None, str],
+) -> tuple[list[tuple[str, Badge]], list[str]]:
+    """The servers whose inputs key (:func:`_server_key`) is the one the last build
+    recorded for their files, each with its badge, and the others (to build)."""
+    if cache[0] is None:
+        return [], sids
+    same: list[tuple[str, Badge]] = []
+    other: list[str] = []
+    for sid in sids:
+        history = view.servers[sid]
+        recorded = writer.recorded_key(sid)
+        if recorded is None:
+            other.append(sid)
+            continue
+        badge = badge_state(history, now)
+        shown = f"{badge.state}\0{badge.message}\0{badge.color}".encode()
+        if _server_key(view, history, shown, context, proofs, cache[1]) == recorded:
+            same.append((sid, badge))
+        else:
+            other.append(sid)
+    return same, other
+
+
+def _kept_servers(
+    view: LogView,
+    same: list[tuple[str, Badge]],
+    writer: SiteWriter,
+    cache: tuple[Path | None, str],
+) -> tuple[list[_Done], list[str]]:
+    """Of the servers :func:`_same_keys` found with the same inputs, those kept whole
+    here, and those left to build.
+
+    A server is kept when every file the last build recorded for it is still as recorded
+    (:meth:`SiteWriter.keep_group`), and the work cache holds the summary and the
+    explanation of each of its changes for the same leaf hashes: exactly what
+    :func:`_server_files` would find and keep, without a worker visiting the server. So a
+    build's work follows the servers that changed, not the log. (The cache's shards are
+    only read here: a worker that rewrites one meanwhile replaces it atomically, and a
+    kept server's record is the same in both.)"""
+    if cache[0] is None or not same:
+        return [], [sid for sid, _ in same]
+    work = WorkCache(*cache)
+    kept: list[_Done] = []
+    left: list[str] = []
+    shard = ""
+    for sid, badge in same:  # sorted, so each shard is read once (and dropped after)
+        if shard_of(sid) != shard:
+            shard = shard_of(sid)
+            work.forget()
+        history = view.servers[sid]
+        if history.opted_out:
+            made: tuple[list[ChangeSummary | None], Explained] | None = (
+                [None] * len(history.versions),
+                {},
+            )
+        else:
+            made = _kept_summaries(history, work.summary(sid))
+        key = writer.recorded_key(sid)
+        if made is None or key is None or not writer.keep_group(sid, key):
+            left.append(sid)
+            continue
+        kept.append((sid, badge, *made))
+    work.forget()
+    return kept, left
+
+
 def _server_key(
     view: LogView,
     history: ServerHistory,
@@ -1111,15 +1218,18 @@ def _all_servers(
     (``meanwhile`` runs in this process while they work); then every proof and blob and
     the reports (``reports``), which the workers write after the servers (one of them the
     reports) while this process goes on: the second item returned (finish and close it)."""
-    sids = sorted(view.servers)
     owners = _blob_owners(view)
     refs = [] if writer.fresh else list(owners)  # a new site's blobs: linked by their owners
-    results: list[_Done] = []
+    # The servers whose files and work are all as the last build left them are kept by
+    # this process (while the workers, when many, build the others); only the others are
+    # visited.
+    same, sids = _same_keys(view, sorted(view.servers), now, writer, context, proofs, cache)
     workers = _workers()
-    if len(sids) < PARALLEL_FROM or workers == 1:
+    if len(view.servers) < PARALLEL_FROM or workers == 1:
         meanwhile()
+        results, left = _kept_servers(view, same, writer, cache)
         tasks: list[_Task] = [
-            ("servers", sids),
+            ("servers", sorted(sids + left)),
             ("proofs", range(view.checkpoint.size)),
             ("blobs", refs),
         ]
@@ -1137,7 +1247,7 @@ def _all_servers(
         for sid in sids:
             shards.setdefault(shard_of(sid), []).append(sid)
         groups = [shards[k] for k in sorted(shards)]
-        size = -(-len(groups) // (workers * 8))
+        size = max(1, -(-len(groups) // (workers * 8)))
         tasks = [
             ("servers", [sid for group in groups[i : i + size] for sid in group])
             for i in range(0, len(groups), size)
@@ -1168,9 +1278,15 @@ def _all_servers(
         try:
             done = pool.imap_unordered(_task, tasks)
             meanwhile()
+            results, left = _kept_servers(view, same, writer, cache)
             for _, part, stats, written, unchanged, made in done:
                 results.extend(part)
                 writer.merge(stats, written, unchanged, made)
+            if left:  # (rare: a kept server whose files or work are not as recorded)
+                # built here, once no worker writes the cache's shards
+                results.extend(
+                    _run(("servers", left), view, writer, env, now, context, proofs, cache, owners)
+                )
             # The reports first (they are the longest), then the proofs and blobs.
             report = None
             if reports is not None:

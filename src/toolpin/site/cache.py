@@ -96,6 +96,12 @@ class WorkCache:
         found = self._shard(shard_of(server_id)).get(server_id)
         return found if isinstance(found, dict) else {}
 
+    def forget(self) -> None:
+        """Drop the shards read so far (only when none was changed since its last flush)."""
+        if self._dirty:
+            raise RuntimeError("internal error: unwritten cache shards")
+        self._shards.clear()
+
     def put_summary(self, server_id: str, record: dict[str, Any]) -> None:
         shard = shard_of(server_id)
         servers = self._shard(shard)

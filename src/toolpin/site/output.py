@@ -186,6 +186,11 @@ class SiteWriter:
             self._group.append(rel)
         return True
 
+    def recorded_key(self, name: str) -> str | None:
+        """The inputs key the last build recorded for the group ``name`` (``None``: none)."""
+        found = self._previous_groups.get(name)
+        return None if found is None else found[0]
+
     def keep_group(self, name: str, key: str) -> bool:
         """Keep every file of the group ``name`` (one server's) unchanged when the last
         build recorded the group with this inputs ``key`` and each file is still as

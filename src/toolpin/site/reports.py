@@ -110,6 +110,123 @@ def _build_time(context: Mapping[str, Any]) -> tuple[str, dt.datetime]:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ"), moment
 
 
+def _month_end(month: str) -> str:
+    year, number = int(month[:4]), int(month[5:7])
+    return f"{year + (number == 12):04d}-{number % 12 + 1:02d}-01T00:00:00Z"
+
+
+class _Issued:
+    """The site's monthly reports of months that are over, each issued once.
+
+    Given the site's published checkpoints (``context["report_published"]``: ``(size,
+    root, note)`` of each, oldest first, the current one last), the report of a month that
+    ended before the build time is the report of the log at the first published checkpoint
+    that holds every entry observed before the month's end, made as of the month's end
+    (``generatedAt``; so never ``partial``). It names that checkpoint, not the current one,
+    so it keeps its bytes while the log grows with later entries; ``toolpin log report
+    --verify`` checks it at its own checkpoint. The last build's files of such a month are
+    kept, without making the report again, when it recorded them with the same inputs key
+    (toolpin's code, the site's address, the month, the checkpoint) and they are still as
+    recorded (``context["report_groups"]`` and ``context["report_recorded"]``: the build
+    state's groups and files); the groups of the months made or kept are put in
+    ``context["report_groups_made"]``. Without published checkpoints every month is made
+    at the view's checkpoint, as of the build time."""
+
+    def __init__(self, view: LogView, context: Mapping[str, Any]) -> None:
+        self._view = view
+        published = context.get("report_published")
+        self._published: list[tuple[int, bytes, str]] = []
+        if published:
+            import base64
+
+            self._published = [
+                (int(size), base64.b64decode(root), str(note)) for size, root, note in published
+            ]
+            if self._published[-1][0] != view.size:
+                raise InputError("internal error: the published checkpoints are not the view's")
+        self._groups: Mapping[str, Any] = context.get("report_groups") or {}
+        self._recorded: Mapping[str, Any] = context.get("report_recorded") or {}
+        self._made: dict[str, Any] | None = context.get("report_groups_made")
+        self._prefix = str(context.get("report_code", "")) + "\0" + str(context.get("base_url"))
+        self._times: list[tuple[dt.datetime, int]] | None = None
+
+    def _last_before(self, end: dt.datetime) -> int:
+        """The largest index of an entry observed before ``end`` (-1: none)."""
+        import bisect
+
+        if self._times is None:
+            pairs = sorted(
+                zip(self._view.observed_times(), (c.index for c in self._view.changes), strict=True)
+            )
+            running, most = [], -1
+            for moment, index in pairs:
+                most = max(most, index)
+                running.append((moment, most))
+            self._times = running
+        n = bisect.bisect_left(self._times, (end, -1))
+        return self._times[n - 1][1] if n else -1
+
+    def at(self, month: str, moment: dt.datetime) -> tuple[int, bytes, str] | None:
+        """The checkpoint the report of ``month`` is made at (``None``: the month is not
+        over, or no published checkpoints were given)."""
+        end = dt.datetime.fromisoformat(_month_end(month).replace("Z", "+00:00"))
+        if not self._published or moment < end:
+            return None
+        last = self._last_before(end)
+        return next(item for item in self._published if item[0] > last)
+
+    def key(self, month: str, at: tuple[int, bytes, str]) -> str:
+        import hashlib
+
+        text = f"{self._prefix}\0{month}\0{at[0]}\0{at[1].hex()}\0{at[2]}"
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def view_at(self, at: tuple[int, bytes, str]) -> LogView:
+        """The report view of the log at the published checkpoint ``at``."""
+        import dataclasses
+
+        size, root, note = at
+        if size == self._view.size:
+            return self._view
+        changes = [c for c in self._view.changes if c.index < size]
+        return dataclasses.replace(
+            self._view, size=size, root=root, note=note, changes=changes, _times=None
+        )
+
+    def kept(self, folder: Path, month: str, key: str) -> dict[str, Any] | None:
+        """The month's report as the last build made it with this ``key``, when its files
+        are still as recorded (``None``: make it)."""
+        import os
+
+        group = self._groups.get(f"reports/{month}")
+        rels = [f"reports/{month}.json", f"reports/{month}.html"]
+        if group is None or group[0] != key or sorted(group[1]) != sorted(rels):
+            return None
+        for rel in rels:
+            recorded = self._recorded.get(rel)
+            try:
+                info = os.stat(folder.parent / rel)
+            except OSError:
+                return None
+            if recorded is None or (info.st_size, info.st_mtime_ns) != tuple(recorded):
+                return None
+        try:
+            report = orjson.loads((folder / f"{month}.json").read_bytes())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(report, dict):
+            return None
+        self.made(month, key)
+        return report
+
+    def made(self, month: str, key: str) -> None:
+        if self._made is not None:
+            self._made[f"reports/{month}"] = (
+                key,
+                [f"reports/{month}.html", f"reports/{month}.json"],
+            )
+
+
 def write_report_pages(
     env: jinja2.Environment,
     out_dir: str | Path,
@@ -141,9 +258,21 @@ def write_report_pages(
         files.append(path)
 
     months = months_of(view, generated[:7])
+    issued = _Issued(view, context)
     summaries = []
     for month in months:
-        report = monthly_report(view, month, generated_at=generated)
+        at, made_at, key = issued.at(month, moment), generated, ""
+        if at is not None:  # a month that is over: its report at its own checkpoint
+            made_at = _month_end(month)
+            key = issued.key(month, at)
+            kept = issued.kept(root, month, key)
+            if kept is not None:
+                files.extend(root / f"{month}.{ext}" for ext in ("json", "html"))
+                summaries.append(kept)
+                continue
+        report = monthly_report(
+            view if at is None else issued.view_at(at), month, generated_at=made_at
+        )
         emit(f"{month}.json", (report_json(report) + "\n").encode())
         page = env.get_template("report_month.html").render(
             **context,
@@ -152,6 +281,8 @@ def write_report_pages(
             page_path=f"reports/{month}.html",
         )
         emit(f"{month}.html", page.encode("utf-8"))
+        if key:
+            issued.made(month, key)
         summaries.append(report)
     latest = since_report(view, cutoff=moment - dt.timedelta(hours=24), generated_at=generated)
     emit("latest.json", (report_json(latest) + "\n").encode())

@@ -35,6 +35,7 @@ one that cannot be read, or was written by other code, is ignored.
 from __future__ import annotations
 
 import binascii
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -98,21 +99,64 @@ def read_verified(
     if kept is not None and (reading is None or reading.checkpoint.size != view.checkpoint.size):
         path, done = kept, view
         if later is None:
-            _save(path, code, done)
+            _save(path, code, done, reading)
         else:
-            later.append(lambda: _save(path, code, done))
+            later.append(lambda: _save(path, code, done, reading))
     return view
 
 
 class _Reading:
-    def __init__(self, checkpoint: Checkpoint, note: str, entries: Entries) -> None:
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        note: str,
+        entries: Entries,
+        *,
+        base: tuple[str, int] = ("", 0),
+        appended: int | None = None,
+    ) -> None:
         self.checkpoint = checkpoint
         self.note = note
         self.entries = entries
+        self.base = base
+        """The base file's note digest and size (what the tail's records extend)."""
+        self.appended = appended
+        """How many tail records were read, all of them whole and in order (``None``: the
+        tail was not, so the next reading is saved whole)."""
+
+
+def tail_path(path: Path) -> Path:
+    """The file of records appended to the kept reading ``path`` (see :func:`_save`)."""
+    return path.with_name(path.name + ".tail")
+
+
+def _note_digest(note: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(note.encode("utf-8")).hexdigest()
+
+
+def _versions(
+    items: Any, leaves: list[bytes], last: int, size: int, servers: dict[str, ServerHistory]
+) -> int:
+    """Add the kept versions ``items`` (ascending, above ``last``, below ``size``) to
+    ``servers``; the last index added."""
+    for item in items:
+        index, sid = item[0], item[1]
+        if not (
+            isinstance(index, int) and last < index < size and isinstance(sid, str)
+        ) or not SERVER_ID.fullmatch(sid):
+            raise ValueError("not a kept version")
+        last = index
+        version = Version(index, leaves[index].hex(), *item[2:])
+        servers.setdefault(sid, ServerHistory(sid)).versions.append(version)
+    return last
 
 
 def _load(path: Path, vkey: Verifier, code: str) -> _Reading | None:
-    """The kept reading, when it is usable and bound to its signed checkpoint."""
+    """The kept reading (the base file and the records appended to it that extend it in
+    order), when it is usable and bound to its signed checkpoint: the note of the last
+    record read, whose root the tree of every kept leaf hash must give."""
     from toolpin.publog.checkpoint import open_checkpoint
     from toolpin.publog.merkle import tree_levels
 
@@ -137,27 +181,76 @@ def _load(path: Path, vkey: Verifier, code: str) -> _Reading | None:
         if len(raw) != 32 * size or size == 0:
             return None
         leaves = [raw[i : i + 32] for i in range(0, len(raw), 32)]
-        if tree_levels(leaves)[-1][0] != checkpoint.root:
-            return None  # not the tree of the checkpoint it names
         servers: dict[str, ServerHistory] = {}
-        last = -1
-        for item in doc["versions"]:
-            index, sid = item[0], item[1]
-            if not (
-                isinstance(index, int) and last < index < size and isinstance(sid, str)
-            ) or not SERVER_ID.fullmatch(sid):
-                return None
-            last = index
-            version = Version(index, leaves[index].hex(), *item[2:])
-            servers.setdefault(sid, ServerHistory(sid)).versions.append(version)
+        last = _versions(doc["versions"], leaves, -1, size, servers)
         observations = _observations(doc["observations"], leaves)
         unreadable = doc["unreadable"]
         if not isinstance(unreadable, int) or isinstance(note, bytes):
             return None
     except (LogError, KeyError, IndexError, TypeError, ValueError, binascii.Error):
         return None
+    base = (_note_digest(note), size)
+    count, whole = 0, True
+    for record in _tail(path, base[0]):
+        if record is None:
+            whole = False  # a torn or foreign record: the reading up to it is used
+            break
+        try:
+            start, end = record["from"], record["size"]
+            if start != len(leaves) or not isinstance(end, int) or end <= start:
+                raise ValueError("not the next record")
+            more = bytes.fromhex(record["leaves"])
+            if len(more) != 32 * (end - start) or not isinstance(record["note"], str):
+                raise ValueError("not the record's leaves")
+            grown = leaves + [more[i : i + 32] for i in range(0, len(more), 32)]
+            added: dict[str, ServerHistory] = {}
+            after = _versions(record["versions"], grown, last, end, added)
+            seen = _observations(record["observations"], grown[start:])
+            if (seen is None) != (observations is None) or not isinstance(
+                record["unreadable"], int
+            ):
+                raise ValueError("not the base's kind of reading")
+        except (KeyError, IndexError, TypeError, ValueError, binascii.Error):
+            whole = False
+            break
+        leaves, last, note, unreadable = grown, after, record["note"], record["unreadable"]
+        for sid, history in added.items():
+            servers.setdefault(sid, ServerHistory(sid)).versions.extend(history.versions)
+        if observations is not None and seen is not None:
+            observations.extend(seen)
+        count += 1
+    try:
+        checkpoint = open_checkpoint(note, vkey)
+    except LogError:
+        return None
+    if checkpoint.size != len(leaves) or tree_levels(leaves)[-1][0] != checkpoint.root:
+        return None  # not the tree of the checkpoint it names
     entries = Entries(checkpoint, note, servers, unreadable, leaves, observations)
-    return _Reading(checkpoint, note, entries)
+    return _Reading(checkpoint, note, entries, base=base, appended=count if whole else None)
+
+
+def _tail(path: Path, base: str) -> list[dict[str, Any] | None]:
+    """The records appended to the reading ``path`` whose base is ``base``, in order; a
+    record that cannot be read (torn, foreign) ends the list as ``None``."""
+    try:
+        data = tail_path(path).read_bytes()
+    except OSError:
+        return []
+    out: list[dict[str, Any] | None] = []
+    for line in data.split(b"\n"):
+        if not line:
+            continue
+        try:
+            record = orjson.loads(line)
+        except ValueError:
+            record = None
+        if not (isinstance(record, dict) and record.get("base") == base):
+            out.append(None)
+            break
+        out.append(record)
+    if data and not data.endswith(b"\n") and out and out[-1] is not None:
+        out.append(None)  # the last record is torn even though it parses
+    return out
 
 
 def _observations(items: Any, leaves: list[bytes]) -> list[ReportObservation | None] | None:
@@ -175,36 +268,56 @@ def _observations(items: Any, leaves: list[bytes]) -> list[ReportObservation | N
     return out
 
 
-def _save(path: Path, code: str, view: LogView) -> None:
-    """Keep this build's reading (atomically; a reading is never half written)."""
+def _item(history: ServerHistory, v: Version) -> list[Any]:
+    """One version as the reading keeps it."""
+    return [
+        v.index,
+        history.id,
+        v.observed_at,
+        v.last_good_look,
+        v.surface,
+        dict(v.counts),
+        dict(v.digests),
+        v.blob,
+        v.previous,
+        v.name,
+        v.source,
+        v.transport,
+        v.url,
+        None if v.package is None else dict(v.package),
+        None if v.server_info is None else dict(v.server_info),
+        v.era,
+        v.protocol_version,
+    ]
+
+
+MAX_APPENDED: Final = 64
+"""Records appended to a kept reading before it is saved whole again."""
+
+
+def _save(path: Path, code: str, view: LogView, reading: _Reading | None = None) -> None:
+    """Keep this build's reading. When it extends the kept one (read whole, with its tail
+    of records), only the new entries are appended to the tail, as one record (a torn
+    record is ignored by the next build, which then saves the reading whole); else, or
+    once the tail holds :data:`MAX_APPENDED` records or more entries than the base, the
+    reading is saved whole (atomically; a reading is never half written) and the tail
+    removed."""
     from toolpin.util.fs import atomic_write, ensure_private_dir
 
-    pairs = sorted(
-        (
-            v.index,
-            [
-                v.index,
-                h.id,
-                v.observed_at,
-                v.last_good_look,
-                v.surface,
-                dict(v.counts),
-                dict(v.digests),
-                v.blob,
-                v.previous,
-                v.name,
-                v.source,
-                v.transport,
-                v.url,
-                None if v.package is None else dict(v.package),
-                None if v.server_info is None else dict(v.server_info),
-                v.era,
-                v.protocol_version,
-            ],
-        )
-        for h in view.servers.values()
-        for v in h.versions
-    )
+    old = 0 if reading is None else reading.checkpoint.size
+    base, based = ("", 0) if reading is None else reading.base
+    if (
+        reading is not None
+        and reading.appended is not None
+        and reading.appended < MAX_APPENDED
+        and view.checkpoint.size - based <= based
+        and old < view.checkpoint.size
+        and view.leaf_hashes[:old] == reading.entries.leaves
+        and (view.observations is None) == (reading.entries.observations is None)
+    ):
+        _append(path, base, view, old)
+        return
+    pairs = sorted((v.index, _item(h, v)) for h in view.servers.values() for v in h.versions)
     versions = [item for _, item in pairs]
     observations = (
         None
@@ -227,6 +340,43 @@ def _save(path: Path, code: str, view: LogView) -> None:
         return  # nothing kept: the next build audits the whole log
     ensure_private_dir(path.parent)
     atomic_write(path, data, sync=False)
+    with contextlib.suppress(FileNotFoundError):
+        tail_path(path).unlink()  # (records of another base are ignored anyway)
+
+
+def _append(path: Path, base: str, view: LogView, old: int) -> None:
+    """Append the entries from ``old`` to the view's size to the kept reading's tail."""
+    import os
+
+    pairs = sorted(
+        (v.index, _item(h, v)) for h in view.servers.values() for v in h.versions if v.index >= old
+    )
+    observations = (
+        None
+        if view.observations is None
+        else [None if o is None else [*o[:6], o[7]] for o in view.observations[old:]]
+    )
+    record = {
+        "base": base,
+        "from": old,
+        "size": view.checkpoint.size,
+        "note": view.checkpoint.note,
+        "leaves": b"".join(view.leaf_hashes[old:]).hex(),
+        "unreadable": view.unreadable,
+        "versions": [item for _, item in pairs],
+        "observations": observations,
+    }
+    try:
+        data = orjson.dumps(record) + b"\n"
+    except TypeError:  # a lone surrogate in a name: nothing kept (the next build audits
+        return  # from the kept reading's size)
+    fd = os.open(tail_path(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        view_ = memoryview(data)
+        while view_:
+            view_ = view_[os.write(fd, view_) :]
+    finally:
+        os.close(fd)
 
 
 def _since(log_dir: Path, vkey: Verifier, reading: _Reading, state: Path | None) -> LogView:
