@@ -182,11 +182,16 @@ def pytest_configure(config: pytest.Config) -> None:
         }
     )
     config.stash[_HOME] = home
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the workers inherit it
+        os.environ[DIST_VAR] = str(config.getoption("dist", "no"))
     if os.environ.get(_cpu_profile.ENV) and not config.pluginmanager.has_plugin(_PROFILE):
         config.pluginmanager.register(_cpu_profile, _PROFILE)  # docs/testing.md
     if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller checks, once
         config.stash[_BEFORE] = _snapshot(real)
 
+
+DIST_VAR = "TOOLPIN_TESTS_DIST"
+"""How the controller deals the tests to its workers (its ``--dist``), for the workers."""
 
 LONG_MARKS = ("slow", "npm", "registries")
 """Tests that spend seconds to minutes waiting (servers that answer late, registries,
@@ -279,7 +284,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     it: each worker's share of the collection begins with its part of them
     (``worksteal`` takes work from the end of a share). Every worker computes the same
     order (xdist requires it); the rest keep theirs."""
-    dist = config.getoption("dist", "no")
+    # A worker's own ``--dist`` is always "no" (xdist resets it there): the controller's,
+    # passed down in the environment (``pytest_configure``), says how the run is dealt.
+    dist = os.environ.get(DIST_VAR) or config.getoption("dist", "no")
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if dist not in ("load", "worksteal") or workers < 2:
         return  # one process: nothing to overlap; loadscope, loadfile: their grouping

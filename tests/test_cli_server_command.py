@@ -12,6 +12,22 @@ from click.testing import CliRunner
 from toolpin.cli import _register_commands, cli
 
 
+def _context(path: list[str], args: list[str]) -> click.Context:
+    """The context of ``toolpin PATH ARGS`` as the command line makes it: under the root
+    group's (a command's help option is cached at its first context, so a context made
+    without the group's settings would leave it ``--help`` alone for every later test in
+    the process, docs/cli.md's rendering included)."""
+    _register_commands()
+    parent = click.Context(cli, info_name="toolpin", **cli.context_settings)
+    command: click.Command = cli
+    for name in path[:-1]:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+        parent = click.Context(command, info_name=name, parent=parent)
+    assert isinstance(command, click.Group)
+    return command.commands[path[-1]].make_context(path[-1], list(args), parent=parent)
+
+
 @pytest.mark.parametrize("command", ["run", "snapshot", "install-links"])
 def test_a_mistyped_option_is_refused_not_run(command: str) -> None:
     _register_commands()
@@ -28,8 +44,7 @@ def test_a_mistyped_option_is_refused_not_run(command: str) -> None:
 def test_options_after_the_server_command_are_its_own(command: str, words: list[str]) -> None:
     # allow_interspersed_args=False: from the first word of the command on, nothing is
     # taken for toolpin's options (its --name included), with or without the `--`.
-    _register_commands()
-    context = cli.commands[command].make_context(command, list(words))
+    context = _context([command], words)
     assert context.params["command"] == ("npx", "-y", "srv", "--name", "x")
     assert context.params["name"] is None
 
@@ -38,16 +53,18 @@ def test_options_after_the_server_command_are_its_own(command: str, words: list[
 def test_concurrency_is_4_unless_given_from_1_to_the_commands_cap(
     path: list[str], most: int
 ) -> None:
-    _register_commands()
-    command: click.Command = cli
-    for name in path:
-        assert isinstance(command, click.Group)
-        command = command.commands[name]
-    assert command.make_context(path[-1], []).params["concurrency"] == 4
+    assert _context(path, []).params["concurrency"] == 4
     for given in (1, most):
-        context = command.make_context(path[-1], ["--concurrency", str(given)])
-        assert context.params["concurrency"] == given
+        assert _context(path, ["--concurrency", str(given)]).params["concurrency"] == given
     for refused in (0, most + 1):
         result = CliRunner().invoke(cli, [*path, "--concurrency", str(refused)])
         assert result.exit_code == 2, result.output
         assert f"{refused} is not in the range 1<=x<={most}" in result.output
+
+
+def test_making_a_context_leaves_the_help_option_as_the_command_line_has_it() -> None:
+    _context(["lock"], [])
+    _context(["run"], ["--", "srv"])
+    for name in ("lock", "run"):
+        ctx = click.Context(cli, info_name="toolpin", **cli.context_settings)
+        assert "-h" in cli.commands[name].get_help(click.Context(cli.commands[name], parent=ctx))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from tests.conftest import LONG_MODULES, pack_longest_first
+import pytest
+
+from tests.conftest import DIST_VAR, LONG_MODULES, pack_longest_first
 
 
 def test_the_longest_modules_start_first_on_different_workers() -> None:
@@ -31,3 +34,17 @@ def test_the_measured_table_spreads_evenly_over_four_workers() -> None:
 def test_every_module_in_the_table_exists() -> None:
     root = Path(__file__).resolve().parent.parent
     assert [m for m in LONG_MODULES if not (root / m).is_file()] == []
+
+
+def test_this_run_is_dealt_longest_first(request: pytest.FixtureRequest) -> None:
+    """In a worker of a parallel run the order is the dealt one: the longest module
+    collected comes first. (A worker's own ``--dist`` is "no": the order once followed it
+    and was never applied.)"""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers < 2 or os.environ.get(DIST_VAR) not in ("load", "worksteal"):
+        return  # one process: the collection's own order, nothing dealt
+    items = request.session.items
+    modules = {item.nodeid.split("::", 1)[0] for item in items}
+    long = [m for m in LONG_MODULES if m in modules]
+    if long:
+        assert items[0].nodeid.split("::", 1)[0] == max(long, key=LONG_MODULES.__getitem__)
