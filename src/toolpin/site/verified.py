@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import binascii
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -190,11 +190,12 @@ def _load(path: Path, vkey: Verifier, code: str) -> _Reading | None:
         observations: list[ReportObservation | None] | None = None
         if doc["observations"] is not None:
             observations = []
+            at = {v.index: v for h in servers.values() for v in h.versions}
             for _ in range(_count(doc["observations"])):
                 chunk = orjson.loads(next(lines))
                 start = len(observations)
                 width = len(chunk) if isinstance(chunk, list) else 0
-                seen = _observations(chunk, leaves[start : start + width])
+                seen = _observations(chunk, leaves[start : start + width], at, start)
                 if not seen:
                     return None  # (an empty chunk is not written)
                 observations.extend(seen)
@@ -304,17 +305,31 @@ def _tail(path: Path, base: str) -> list[dict[str, Any] | None]:
     return out
 
 
-def _observations(items: Any, leaves: list[bytes]) -> list[ReportObservation | None] | None:
+def _observations(
+    items: Any, leaves: list[bytes], at: Mapping[int, Version] | None = None, start: int = 0
+) -> list[ReportObservation | None] | None:
+    """The reports' reading of the entries from ``start`` (one item per leaf). ``at``: the
+    versions read, by index: a value equal to its entry's version's is that version's own
+    object (one copy of each text in memory, not two)."""
     if items is None:
         return None
     if not isinstance(items, list) or len(items) != len(leaves):
         raise ValueError("not the reports' reading of every entry")
     out: list[ReportObservation | None] = []
-    for item, leaf in zip(items, leaves, strict=True):
+    for index, (item, leaf) in enumerate(zip(items, leaves, strict=True), start):
         if item is None:
             out.append(None)
             continue
         sid, name, surface, observed, look, counts, blob = item
+        v = None if at is None else at.get(index)
+        if v is not None:
+            name = v.name if name == v.name else name
+            surface = v.surface if surface == v.surface else surface
+            observed = v.observed_at if observed == v.observed_at else observed
+            look = v.last_good_look if look == v.last_good_look else look
+            blob = v.blob if blob == v.blob else blob
+            if isinstance(counts, dict) and list(counts.items()) == list(v.counts.items()):
+                counts = v.counts
         out.append((sid, name, surface, observed, look, counts, leaf, blob))
     return out
 
