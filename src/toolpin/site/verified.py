@@ -6,8 +6,10 @@ reads every entry into server histories. Most of a daily build's time was that, 
 entries the last build had already verified. So a build with a work cache keeps its
 reading of the log in ``<cache>/verified/reading.json``: the signed checkpoint it verified, every
 leaf hash of the tree at that checkpoint, and what it read of each entry (the version
-fields the pages use, the reports' reading). The next build uses it only when all of
-this holds, else it audits the whole log as before:
+fields the pages use, the reports' reading), as lines: a header, then the versions and
+the reports' reading :data:`CHUNK` to a line, each parsed on its own when read back (so
+the load never holds one parse of the whole file). The next build uses it only when all
+of this holds, else it audits the whole log as before:
 
 1. the kept note is signed by the log's key, and the kept leaf hashes, recomputed into a
    tree, give the kept note's root (the reading is bound to that checkpoint);
