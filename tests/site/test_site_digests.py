@@ -509,3 +509,22 @@ def test_a_three_digit_site_moves_to_the_log_s_length_at_its_next_build(
     assert _names(out) == sorted([f"{n:x}.json" for n in range(16)] + ["index.json"])
     assert moved.removed == 4096  # the old buckets were the last build's files
     assert "16 buckets of 1 prefix digit match" in _verify(out, writer.vkey).output
+
+
+def test_the_buckets_one_at_a_time_are_the_grouped_buckets() -> None:
+    # write_digests takes each bucket's rows from the records sorted in place, one bucket
+    # at a time: the same rows, in the same order, as the grouping of the whole index
+    # (every prefix, the empty ones too; the entries at or past the size left out).
+    import hashlib
+
+    found: list[tuple[str, str, int]] = []
+    for index in range(400):
+        digest = hashlib.sha256(str(index % 150).encode()).hexdigest()
+        found.extend((digest, kind, index) for kind in ("surface", "tools")[: 1 + index % 2])
+    found.reverse()
+    for digits in (1, 2, 3):
+        for size in (0, 1, 250, 400):
+            grouped = digests._rows(list(found), size, digits)
+            one_by_one = list(digests._bucket_rows(list(found), size, digits))
+            assert [p for p, _ in one_by_one] == list(grouped) == digests.prefixes(digits)
+            assert dict(one_by_one) == grouped

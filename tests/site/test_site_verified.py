@@ -104,9 +104,10 @@ def test_a_kept_reading_not_of_its_checkpoints_tree_is_not_used(
     _grow(writer, 0, 30)
     kept = tmp_path / "cache" / verified.FILE
     _read(writer, kept)
-    doc = orjson.loads(kept.read_bytes())
+    header, *lines = kept.read_bytes().split(b"\n")  # the header, then the versions
+    doc = orjson.loads(header)
     doc["leaves"] = ("00" * 32) + doc["leaves"][64:]  # another first leaf
-    kept.write_bytes(orjson.dumps(doc))
+    kept.write_bytes(b"\n".join([orjson.dumps(doc), *lines]))
     _grow(writer, 30, 5)
     audits = _Audits(monkeypatch)
     _same(_read(writer, kept), read_log(writer.path, Verifier.from_text(writer.vkey)))
@@ -196,3 +197,44 @@ def test_a_grown_reading_is_appended_and_a_torn_record_is_ignored(
     assert verified._load(kept, vkey, code_digest()) is None
     _same(_read(writer, kept), read_log(writer.path, vkey))
     assert audits.calls == 1
+
+
+def test_the_kept_reading_is_read_line_by_line_and_a_missing_line_refuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A header, then the versions and the reports' reading, CHUNK to a line (each parsed
+    # on its own): the view is the full audit's; a file missing a line, or with one more
+    # than its header says, is not used (the whole log is audited).
+    monkeypatch.setattr(verified, "CHUNK", 7)
+    writer = LogWriter(tmp_path / "log")
+    _grow(writer, 0, 60)
+    kept = tmp_path / "cache" / verified.FILE
+    vkey = Verifier.from_text(writer.vkey)
+    _read(writer, kept)
+    lines = kept.read_bytes().split(b"\n")
+    header = orjson.loads(lines[0])
+    assert header["versions"] == 9 and header["observations"] == 9
+    assert len(lines) == 1 + 9 + 9 + 1 and lines[-1] == b""
+    assert [len(orjson.loads(line)) for line in lines[1:-1]] == [7] * 8 + [4] + [7] * 8 + [4]
+    reading = verified._load(kept, vkey, code_digest())
+    assert reading is not None
+    _same(
+        verified.read_verified(writer.path, vkey, state=None, kept=kept, code=code_digest()),
+        read_log(writer.path, vkey),
+    )
+    audits = _Audits(monkeypatch)
+    whole = kept.read_bytes()
+    for damaged in (
+        b"\n".join(lines[:5] + lines[6:]),  # a line of versions missing
+        b"\n".join(lines[:-2] + lines[-1:]),  # a line of observations missing
+        whole + b"[]\n",  # one line more
+        whole[: len(lines[0]) // 2],  # a torn header
+        b"\n".join(lines[:1] + lines[2:3] + lines[1:2] + lines[3:]),  # out of order
+    ):
+        kept.write_bytes(damaged)
+        assert verified._load(kept, vkey, code_digest()) is None
+    _grow(writer, 60, 3)
+    kept.write_bytes(b"\n".join(lines[:5] + lines[6:]))
+    _same(_read(writer, kept), read_log(writer.path, vkey))
+    assert audits.calls == 1
+    assert verified._load(kept, vkey, code_digest()) is not None  # saved whole again

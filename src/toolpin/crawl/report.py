@@ -60,6 +60,7 @@ __all__ = [
     "LogView",
     "ReportError",
     "explain_drift",
+    "forget_times",
     "load_view",
     "monthly_report",
     "parse_duration",
@@ -77,6 +78,12 @@ class ReportError(LogError):
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
+
+
+def forget_times() -> None:
+    """Drop the times kept by :func:`_parse_time` (a build that is done: what it kept
+    would otherwise stay in the process, holding memory a next build cannot reuse)."""
+    _parse_time.cache_clear()
 
 
 @functools.lru_cache(maxsize=1 << 18)

@@ -567,6 +567,18 @@ def build_site(
             gc.unfreeze()
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+        _forget_times()
+
+
+def _forget_times() -> None:
+    """Drop the parsed times the build kept for itself (one per entry: kept past the
+    build, they would pin memory scattered over the whole reading of the log)."""
+    import sys
+
+    parse_time.cache_clear()
+    report = sys.modules.get("toolpin.crawl.report")  # (not imported: nothing kept)
+    if report is not None:
+        report.forget_times()
 
 
 def _build(

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -128,6 +128,28 @@ def _rows(found: Iterable[Recorded], size: int, digits: int) -> dict[str, list[R
     return out
 
 
+def _bucket_rows(found: list[Recorded], size: int, digits: int) -> Iterator[tuple[str, list[Row]]]:
+    """:func:`_rows`, one bucket at a time, every prefix in order: ``found`` is sorted in
+    place (by digest, kind, then entry: each bucket's rows in :func:`_rows`'s order), and
+    only one bucket's rows are held at once (no grouping of the whole index)."""
+    found.sort()
+    at, count = 0, len(found)
+    for prefix in prefixes(digits):
+        rows: list[Row] = []
+        while at < count and found[at][0][:digits] == prefix:
+            digest, kind, index = found[at]
+            at += 1
+            if index >= size:
+                continue
+            if rows and rows[-1][0] == digest and rows[-1][1] == kind:
+                rows[-1][2].append(index)
+            else:
+                rows.append((digest, kind, [index]))
+        yield prefix, rows
+    if at != count:
+        raise ValueError("internal error: a digest outside every bucket")
+
+
 def buckets(found: Iterable[Recorded], size: int, digits: int) -> dict[str, list[dict[str, Any]]]:
     """``{prefix: digests list}`` for every prefix of ``digits`` hex digits, from the
     entries below ``size``."""
@@ -194,7 +216,7 @@ def write_digests(
         touched = {digest[:digits] for digest, _, index in found if index >= kept_below}
         chosen = {p for p in prefixes(digits) if p in touched or not writer.keep(bucket_path(p))}
         found = [item for item in found if item[0][:digits] in chosen]
-    for prefix, rows in _rows(found, cp.size, digits).items():
+    for prefix, rows in _bucket_rows(found, cp.size, digits):
         if chosen is not None and prefix not in chosen:
             continue
         checkpoint = current

@@ -85,7 +85,7 @@ class SiteCheckpoint:
     vkey: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Version:
     """One logged observation of a server (a new or changed surface)."""
 

@@ -6,8 +6,10 @@ reads every entry into server histories. Most of a daily build's time was that, 
 entries the last build had already verified. So a build with a work cache keeps its
 reading of the log in ``<cache>/verified/reading.json``: the signed checkpoint it verified, every
 leaf hash of the tree at that checkpoint, and what it read of each entry (the version
-fields the pages use, the reports' reading). The next build uses it only when all of
-this holds, else it audits the whole log as before:
+fields the pages use, the reports' reading), as lines: a header, then the versions and
+the reports' reading :data:`CHUNK` to a line, each parsed on its own when read back (so
+the load never holds one parse of the whole file). The next build uses it only when all
+of this holds, else it audits the whole log as before:
 
 1. the kept note is signed by the log's key, and the kept leaf hashes, recomputed into a
    tree, give the kept note's root (the reading is bound to that checkpoint);
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import binascii
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -58,7 +60,7 @@ if TYPE_CHECKING:
     from toolpin.crawl.report import ReportObservation
     from toolpin.publog.checkpoint import Checkpoint
 
-FORMAT: Final = 1
+FORMAT: Final = 2
 FILE: Final = "verified/reading.json"
 MAX_BYTES: Final = 1 << 31
 """The largest kept reading read back (a larger one is ignored)."""
@@ -163,8 +165,9 @@ def _load(path: Path, vkey: Verifier, code: str) -> _Reading | None:
     try:
         if path.stat().st_size > MAX_BYTES:
             return None
-        doc = orjson.loads(path.read_bytes())
-    except (OSError, ValueError):
+        lines = _lines(path.read_bytes())
+        doc = orjson.loads(next(lines))
+    except (OSError, ValueError, StopIteration):
         return None
     if not (
         isinstance(doc, dict)
@@ -181,13 +184,31 @@ def _load(path: Path, vkey: Verifier, code: str) -> _Reading | None:
         if len(raw) != 32 * size or size == 0:
             return None
         leaves = [raw[i : i + 32] for i in range(0, len(raw), 32)]
+        del raw
         servers: dict[str, ServerHistory] = {}
-        last = _versions(doc["versions"], leaves, -1, size, servers)
-        observations = _observations(doc["observations"], leaves)
+        last = -1
+        for _ in range(_count(doc["versions"])):
+            last = _versions(orjson.loads(next(lines)), leaves, last, size, servers)
+        observations: list[ReportObservation | None] | None = None
+        if doc["observations"] is not None:
+            observations = []
+            at = {v.index: v for h in servers.values() for v in h.versions}
+            for _ in range(_count(doc["observations"])):
+                chunk = orjson.loads(next(lines))
+                start = len(observations)
+                width = len(chunk) if isinstance(chunk, list) else 0
+                seen = _observations(chunk, leaves[start : start + width], at, start)
+                if not seen:
+                    return None  # (an empty chunk is not written)
+                observations.extend(seen)
+            if len(observations) != size:
+                return None
+        if next(lines, None) is not None:
+            return None  # more than the header says: not this format's file
         unreadable = doc["unreadable"]
         if not isinstance(unreadable, int) or isinstance(note, bytes):
             return None
-    except (LogError, KeyError, IndexError, TypeError, ValueError, binascii.Error):
+    except (LogError, KeyError, IndexError, TypeError, ValueError, StopIteration, binascii.Error):
         return None
     base = (_note_digest(note), size)
     count, whole = 0, True
@@ -229,6 +250,39 @@ def _load(path: Path, vkey: Verifier, code: str) -> _Reading | None:
     return _Reading(checkpoint, note, entries, base=base, appended=count if whole else None)
 
 
+CHUNK: Final = 2000
+"""Versions (or observations) per line of the kept reading: each line is parsed on its
+own, so reading it back never holds more than one line's parse beside what it builds."""
+
+
+def _count(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError("not a count of lines")
+    return value
+
+
+def _lines(data: bytes) -> Iterator[bytes]:
+    """The lines of ``data`` (without their newlines), one at a time."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = len(data)
+        yield data[start:end]
+        start = end + 1
+
+
+def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def _tail(path: Path, base: str) -> list[dict[str, Any] | None]:
     """The records appended to the reading ``path`` whose base is ``base``, in order; a
     record that cannot be read (torn, foreign) ends the list as ``None``."""
@@ -253,17 +307,31 @@ def _tail(path: Path, base: str) -> list[dict[str, Any] | None]:
     return out
 
 
-def _observations(items: Any, leaves: list[bytes]) -> list[ReportObservation | None] | None:
+def _observations(
+    items: Any, leaves: list[bytes], at: Mapping[int, Version] | None = None, start: int = 0
+) -> list[ReportObservation | None] | None:
+    """The reports' reading of the entries from ``start`` (one item per leaf). ``at``: the
+    versions read, by index: a value equal to its entry's version's is that version's own
+    object (one copy of each text in memory, not two)."""
     if items is None:
         return None
     if not isinstance(items, list) or len(items) != len(leaves):
         raise ValueError("not the reports' reading of every entry")
     out: list[ReportObservation | None] = []
-    for item, leaf in zip(items, leaves, strict=True):
+    for index, (item, leaf) in enumerate(zip(items, leaves, strict=True), start):
         if item is None:
             out.append(None)
             continue
         sid, name, surface, observed, look, counts, blob = item
+        v = None if at is None else at.get(index)
+        if v is not None:
+            name = v.name if name == v.name else name
+            surface = v.surface if surface == v.surface else surface
+            observed = v.observed_at if observed == v.observed_at else observed
+            look = v.last_good_look if look == v.last_good_look else look
+            blob = v.blob if blob == v.blob else blob
+            if isinstance(counts, dict) and list(counts.items()) == list(v.counts.items()):
+                counts = v.counts
         out.append((sid, name, surface, observed, look, counts, leaf, blob))
     return out
 
@@ -317,31 +385,39 @@ def _save(path: Path, code: str, view: LogView, reading: _Reading | None = None)
     ):
         _append(path, base, view, old)
         return
-    pairs = sorted((v.index, _item(h, v)) for h in view.servers.values() for v in h.versions)
-    versions = [item for _, item in pairs]
-    observations = (
-        None
-        if view.observations is None
-        else [None if o is None else [*o[:6], o[7]] for o in view.observations]
-    )
-    doc = {
+    order = sorted((v.index, h, v) for h in view.servers.values() for v in h.versions)
+    ensure_private_dir(path.parent)
+    try:  # written as it is encoded: never the whole reading in memory as JSON
+        atomic_write(path, _whole(code, view, order), sync=False)
+    except TypeError:  # orjson.JSONEncodeError: a lone surrogate in a name
+        return  # nothing kept: the next build audits the whole log
+    with contextlib.suppress(FileNotFoundError):
+        tail_path(path).unlink()  # (records of another base are ignored anyway)
+
+
+def _whole(
+    code: str, view: LogView, order: list[tuple[int, ServerHistory, Version]]
+) -> Iterator[bytes]:
+    """The kept reading's lines: a header (what it is bound to, and how many lines of
+    versions and of observations follow), then the versions in log order and the reports'
+    reading of every entry, :data:`CHUNK` to a line."""
+    observations = view.observations
+    header = {
         "v": FORMAT,
         "code": code,
         "vkey": view.checkpoint.vkey,
         "note": view.checkpoint.note,
         "leaves": b"".join(view.leaf_hashes).hex(),
         "unreadable": view.unreadable,
-        "versions": versions,
-        "observations": observations,
+        "versions": -(-len(order) // CHUNK),
+        "observations": None if observations is None else -(-len(observations) // CHUNK),
     }
-    try:
-        data = orjson.dumps(doc)
-    except TypeError:  # orjson.JSONEncodeError: a lone surrogate in a name
-        return  # nothing kept: the next build audits the whole log
-    ensure_private_dir(path.parent)
-    atomic_write(path, data, sync=False)
-    with contextlib.suppress(FileNotFoundError):
-        tail_path(path).unlink()  # (records of another base are ignored anyway)
+    yield orjson.dumps(header) + b"\n"
+    for chunk in _chunks(order):
+        yield orjson.dumps([_item(h, v) for _, h, v in chunk]) + b"\n"
+    if observations is not None:
+        for part in _chunks(observations):
+            yield orjson.dumps([None if o is None else [*o[:6], o[7]] for o in part]) + b"\n"
 
 
 def _append(path: Path, base: str, view: LogView, old: int) -> None:

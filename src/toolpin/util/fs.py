@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from toolpin.errors import InputError, StoreError
@@ -182,8 +182,13 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, sync: bool = True) -> None:
+def atomic_write(
+    path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o644, sync: bool = True
+) -> None:
     """Replace ``path`` with ``data`` atomically (temp file + fsync + rename).
+
+    ``data``: the bytes, or an iterable of the pieces to write in order (written as they
+    come: a large file need not be in memory whole).
 
     On any failure the target is untouched and no temporary file is left behind. With
     ``sync=False`` the fsyncs are skipped: a reader still sees the old file or the new one,
@@ -199,7 +204,11 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644, sync: bool = Tru
         with os.fdopen(fd, "wb") as handle:
             if os.name == "posix":
                 os.fchmod(handle.fileno(), mode)
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                for piece in data:
+                    handle.write(piece)
             if sync:
                 handle.flush()
                 os.fsync(handle.fileno())
