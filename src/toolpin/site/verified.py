@@ -39,6 +39,7 @@ from __future__ import annotations
 import binascii
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -107,24 +108,19 @@ def read_verified(
     return view
 
 
+@dataclass(frozen=True)
 class _Reading:
-    def __init__(
-        self,
-        checkpoint: Checkpoint,
-        note: str,
-        entries: Entries,
-        *,
-        base: tuple[str, int] = ("", 0),
-        appended: int | None = None,
-    ) -> None:
-        self.checkpoint = checkpoint
-        self.note = note
-        self.entries = entries
-        self.base = base
-        """The base file's note digest and size (what the tail's records extend)."""
-        self.appended = appended
-        """How many tail records were read, all of them whole and in order (``None``: the
-        tail was not, so the next reading is saved whole)."""
+    """The kept reading as loaded: the checkpoint it was verified at, its note, its entries."""
+
+    checkpoint: Checkpoint
+    note: str
+    entries: Entries
+    _: KW_ONLY
+    base: tuple[str, int] = ("", 0)
+    """The base file's note digest and size (what the tail's records extend)."""
+    appended: int | None = None
+    """How many tail records were read, all of them whole and in order (``None``: the
+    tail was not, so the next reading is saved whole)."""
 
 
 def tail_path(path: Path) -> Path:
