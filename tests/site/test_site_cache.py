@@ -120,6 +120,25 @@ def test_a_damaged_or_foreign_cache_is_ignored(tmp_path: Path) -> None:
     assert all("forged" not in p.read_text(encoding="utf-8") for p in kept)
 
 
+def test_a_kept_change_cut_short_is_compared_again(tmp_path: Path) -> None:
+    # Same leaf hashes and code, but too few items: not reused (never an IndexError).
+    writer, _ = sample_log(tmp_path / "log")
+    vkey = Verifier.from_text(writer.vkey)
+    cache = tmp_path / "cache"
+    build_site(tmp_path / "log", vkey, tmp_path / "plain", now=parse_now(NOW), cache=cache)
+    cut = 0
+    for shard in cache.glob("summary/*.json"):
+        doc = json.loads(shard.read_text(encoding="utf-8"))
+        for record in doc["servers"].values():
+            for item in record.values():
+                del item[7:]
+                cut += 1
+        shard.write_text(json.dumps(doc), encoding="utf-8")
+    assert cut
+    build_site(tmp_path / "log", vkey, tmp_path / "again", now=parse_now(NOW), cache=cache)
+    assert _tree(tmp_path / "plain") == _tree(tmp_path / "again")
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_an_incremental_build_visits_only_the_servers_that_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int

@@ -860,6 +860,21 @@ def _reuse(item: Any, *leaves: str) -> bool:
     return isinstance(item, list) and len(item) > n and item[:n] == list(leaves)
 
 
+def _kept_change(
+    item: Any, version: Version, before: Version
+) -> tuple[ChangeSummary, dict[str, Any]] | None:
+    """A change's summary and explanation from its kept work (:func:`_change_work`'s first
+    eight items), when it is for these two leaf hashes and reads whole; ``None``: compare
+    the two again."""
+    if not _reuse(item, version.leaf_hash, before.leaf_hash) or len(item) != 8:
+        return None
+    try:
+        summary = ChangeSummary(tuple(map(str, item[2])), *map(int, item[3:7]))
+        return summary, _explain_json(item[7])
+    except (TypeError, ValueError):
+        return None
+
+
 def _server_files(
     view: LogView,
     history: ServerHistory,
@@ -909,14 +924,10 @@ def _server_files(
     for position in range(1, len(history.versions)):
         version, before = history.versions[position], history.versions[position - 1]
         item: Any = kept_summary.get(str(version.index))
-        summary = None
-        if _reuse(item, version.leaf_hash, before.leaf_hash):
-            try:
-                summary = ChangeSummary(tuple(map(str, item[2])), *map(int, item[3:7]))
-                explain = _explain_json(item[7])
-            except (TypeError, ValueError):
-                summary = None
-        if summary is None:
+        reused = _kept_change(item, version, before)
+        if reused is not None:
+            summary, explain = reused
+        else:
             item = _change_work(snap(before), snap(version), version.leaf_hash, before.leaf_hash)
             summary = ChangeSummary(tuple(item[2]), *item[3:7])
             explain = _explain_json(item[7])
@@ -1030,14 +1041,11 @@ def _kept_summaries(
     explained: Explained = {}
     for position in range(1, len(versions)):
         version, before = versions[position], versions[position - 1]
-        item: Any = kept.get(str(version.index))
-        if not _reuse(item, version.leaf_hash, before.leaf_hash) or len(item) != 8:
+        found = _kept_change(kept.get(str(version.index)), version, before)
+        if found is None:
             return None
-        try:
-            summaries.append(ChangeSummary(tuple(map(str, item[2])), *map(int, item[3:7])))
-            explained[version.index] = (before.index, _explain_json(item[7]))
-        except (TypeError, ValueError):
-            return None
+        summaries.append(found[0])
+        explained[version.index] = (before.index, found[1])
     return summaries, explained
 
 
@@ -1049,12 +1057,13 @@ def _same_keys(
     context: Mapping[str, Any],
     proofs: _Proofs,
     cache: tuple[Path | None, str],
-) -> tuple[list[tuple[str, Badge]], list[str]]:
+) -> tuple[list[tuple[str, Badge, str]], list[str]]:
     """The servers whose inputs key (:func:`_server_key`) is the one the last build
-    recorded for their files, each with its badge, and the others (to build)."""
+    recorded for their files, each with its badge and that key, and the others (to
+    build)."""
     if cache[0] is None:
         return [], sids
-    same: list[tuple[str, Badge]] = []
+    same: list[tuple[str, Badge, str]] = []
     other: list[str] = []
     for sid in sids:
         history = view.servers[sid]
@@ -1065,7 +1074,7 @@ def _same_keys(
         badge = badge_state(history, now)
         shown = f"{badge.state}\0{badge.message}\0{badge.color}".encode()
         if _server_key(view, history, shown, context, proofs, cache[1]) == recorded:
-            same.append((sid, badge))
+            same.append((sid, badge, recorded))
         else:
             other.append(sid)
     return same, other
@@ -1073,7 +1082,7 @@ def _same_keys(
 
 def _kept_servers(
     view: LogView,
-    same: list[tuple[str, Badge]],
+    same: list[tuple[str, Badge, str]],
     writer: SiteWriter,
     cache: tuple[Path | None, str],
 ) -> tuple[list[_Done], list[str]]:
@@ -1088,12 +1097,12 @@ def _kept_servers(
     only read here: a worker that rewrites one meanwhile replaces it atomically, and a
     kept server's record is the same in both.)"""
     if cache[0] is None or not same:
-        return [], [sid for sid, _ in same]
+        return [], [sid for sid, _, _ in same]
     work = WorkCache(*cache)
     kept: list[_Done] = []
     left: list[str] = []
     shard = ""
-    for sid, badge in same:  # sorted, so each shard is read once (and dropped after)
+    for sid, badge, key in same:  # sorted, so each shard is read once (and dropped after)
         if shard_of(sid) != shard:
             shard = shard_of(sid)
             work.forget()
@@ -1105,8 +1114,7 @@ def _kept_servers(
             )
         else:
             made = _kept_summaries(history, work.summary(sid))
-        key = writer.recorded_key(sid)
-        if made is None or key is None or not writer.keep_group(sid, key):
+        if made is None or not writer.keep_group(sid, key):
             left.append(sid)
             continue
         kept.append((sid, badge, *made))
