@@ -57,6 +57,16 @@ def state_path(cache: Path, out: Path) -> Path:
     return cache / "outputs" / f"{tag}.manifest"
 
 
+def as_recorded(path: str | Path, recorded: tuple[int, int]) -> bool:
+    """Whether the file at ``path`` still has the size and modification time a build
+    recorded for it (a missing or unreadable file has not)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return (info.st_size, info.st_mtime_ns) == recorded
+
+
 class SiteWriter:
     """Writes the files of one build into ``root``.
 
@@ -150,12 +160,12 @@ class SiteWriter:
         """True when the last build had these inputs and its files are all as it left them."""
         if self._previous_inputs != inputs or not self._previous:
             return False
-        for rel, (size, mtime) in self._previous.items():
+        for rel, recorded in self._previous.items():
             try:
-                info = os.stat(self._target(rel))
-            except (OSError, InputError):
+                target = self._target(rel)
+            except InputError:
                 return False
-            if (info.st_size, info.st_mtime_ns) != (size, mtime):
+            if not as_recorded(target, recorded):
                 return False
         self.stats = dict(self._previous)
         self.unchanged = len(self.stats)
@@ -172,13 +182,7 @@ class SiteWriter:
         cannot differ (a blob, a full tile, a proof of a checkpoint the last build had
         published). False, and nothing counted, otherwise (then write it)."""
         recorded = self._previous.get(rel)
-        if recorded is None or rel in self.stats:
-            return False
-        try:
-            info = os.stat(self._target(rel))
-        except OSError:
-            return False
-        if (info.st_size, info.st_mtime_ns) != recorded:
+        if recorded is None or rel in self.stats or not as_recorded(self._target(rel), recorded):
             return False
         self.stats[rel] = recorded
         self.unchanged += 1
@@ -204,10 +208,10 @@ class SiteWriter:
             if recorded is None or rel in self.stats:
                 return False
             try:
-                info = os.stat(self._target(rel))
-            except (OSError, InputError):
+                target = self._target(rel)
+            except InputError:
                 return False
-            if (info.st_size, info.st_mtime_ns) != recorded:
+            if not as_recorded(target, recorded):
                 return False
             kept[rel] = recorded
         self.stats.update(kept)

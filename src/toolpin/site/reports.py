@@ -28,7 +28,7 @@ from toolpin.core.render import plain_json
 from toolpin.crawl.report import LogView, load_view, monthly_report, since_report
 from toolpin.errors import InputError
 from toolpin.site.fragments import tool_count_rows
-from toolpin.site.output import write_if_changed
+from toolpin.site.output import as_recorded, write_if_changed
 
 __all__ = ["months_of", "report_json", "write_report_pages"]
 
@@ -196,19 +196,13 @@ class _Issued:
     def kept(self, folder: Path, month: str, key: str) -> dict[str, Any] | None:
         """The month's report as the last build made it with this ``key``, when its files
         are still as recorded (``None``: make it)."""
-        import os
-
         group = self._groups.get(f"reports/{month}")
         rels = [f"reports/{month}.json", f"reports/{month}.html"]
         if group is None or group[0] != key or sorted(group[1]) != sorted(rels):
             return None
         for rel in rels:
             recorded = self._recorded.get(rel)
-            try:
-                info = os.stat(folder.parent / rel)
-            except OSError:
-                return None
-            if recorded is None or (info.st_size, info.st_mtime_ns) != tuple(recorded):
+            if recorded is None or not as_recorded(folder.parent / rel, tuple(recorded)):
                 return None
         try:
             report = orjson.loads((folder / f"{month}.json").read_bytes())
