@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import binascii
 import contextlib
+import io
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
@@ -258,14 +259,9 @@ def _count(value: Any) -> int:
 
 
 def _lines(data: bytes) -> Iterator[bytes]:
-    """The lines of ``data`` (without their newlines), one at a time."""
-    start = 0
-    while start < len(data):
-        end = data.find(b"\n", start)
-        if end < 0:
-            end = len(data)
-        yield data[start:end]
-        start = end + 1
+    """The lines of ``data``, one at a time (each with its newline, which JSON reads as
+    white space)."""
+    return iter(io.BytesIO(data))
 
 
 def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
