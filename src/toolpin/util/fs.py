@@ -204,11 +204,7 @@ def atomic_write(
         with os.fdopen(fd, "wb") as handle:
             if os.name == "posix":
                 os.fchmod(handle.fileno(), mode)
-            if isinstance(data, bytes):
-                handle.write(data)
-            else:
-                for piece in data:
-                    handle.write(piece)
+            handle.writelines((data,) if isinstance(data, bytes) else data)
             if sync:
                 handle.flush()
                 os.fsync(handle.fileno())
