@@ -486,8 +486,9 @@ def build_site(
     ``policy``: a witness policy: the checkpoint must carry its quorum's cosignatures
     (else :class:`~toolpin.publog.policy.PolicyError`), and every server page checks them
     in the browser too (``static/witness.js``)."""
-    import gc
     import shutil
+
+    from toolpin.core.acyclic import collector_paused
 
     _check_folders(log_dir, out)
     if not base_url.endswith("/"):
@@ -501,73 +502,71 @@ def build_site(
     kept = None if cache is None else state_path(cache, out)  # never inside ``out``
     inputs = None if note is None else _inputs_digest(note, base_url, now, code, log_dir, state)
     staging = _staging(out)
-    frozen = False
-    try:
-        if staging is None:
-            writer = SiteWriter(out, state=kept)
-            if inputs is not None and writer.up_to_date(inputs):
-                # The checkpoint the last build verified and published, and nothing else
-                # changed: every file is as that build left it (the entries are not read
-                # again; `toolpin log verify` audits the log).
-                servers, opted_out = writer.previous_counts
-                return BuildResult(
-                    checkpoint_size=int(note.split("\n")[1]) if note else 0,
-                    servers=servers,
-                    opted_out=opted_out,
-                    files=len(writer.stats),
-                    written=0,
-                    unchanged=writer.unchanged,
-                    removed=0,
-                )
-        else:
-            writer = SiteWriter(staging, state=kept, manifest=False, fresh=True)
-        later: list[Callable[[], None]] = []  # run while the servers are built
-        view = read_verified(
-            log_dir,
-            vkey,
-            state=state,
-            kept=None if cache is None else cache / KEPT,
-            code=code,
-            later=later,
-        )
-        if inputs is None or view.checkpoint.note != note:
-            raise UnverifiedLogError("the log changed while it was being read; build again")
-        # The view is read-only from here: frozen, the collector's passes during the build
-        # never walk its millions of objects (they cost more than the pages themselves on
-        # a large log), and forked workers never copy its pages by touching them.
-        gc.freeze()
-        frozen = True
-        raw, levels = _proof_levels(view)
-        cp = view.checkpoint
-        source = LevelSource(raw)
-        current = Published(cp.size, cp.root, cp.note)
-        history = read_history(out, vkey, current, cp.origin, source)
-        writer.history = tuple(history.sizes)
-        proofs = _Proofs(levels, source, history, _kept_below(writer, history))
-        result = _build(
-            view,
-            vkey,
-            writer,
-            base_url=base_url,
-            now=now,
-            inputs=inputs,
-            cache=(cache, code),
-            proofs=proofs,
-            policy=policy,
-            later=later,
-        )
-        if staging is not None:
-            if out.is_dir():
-                out.rmdir()  # empty (checked above); a file put there meanwhile stops us
-            staging.rename(out)
-            staging = None
-        return result
-    finally:
-        if frozen:
-            gc.unfreeze()
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
-        _forget_times()
+    # The cyclic collector is paused for the whole build, here and in the forked workers
+    # (they inherit it): a build makes no reference cycles (a full collection after every
+    # worker's task finds nothing, and after a whole build a few hundred objects), while
+    # its passes walk every object the build holds, again and again as it grows: 3 to 5 s
+    # of the main process's time in a +1,000 build of 20,000 servers, collecting nothing.
+    with collector_paused():
+        try:
+            if staging is None:
+                writer = SiteWriter(out, state=kept)
+                if inputs is not None and writer.up_to_date(inputs):
+                    # The checkpoint the last build verified and published, and nothing else
+                    # changed: every file is as that build left it (the entries are not read
+                    # again; `toolpin log verify` audits the log).
+                    servers, opted_out = writer.previous_counts
+                    return BuildResult(
+                        checkpoint_size=int(note.split("\n")[1]) if note else 0,
+                        servers=servers,
+                        opted_out=opted_out,
+                        files=len(writer.stats),
+                        written=0,
+                        unchanged=writer.unchanged,
+                        removed=0,
+                    )
+            else:
+                writer = SiteWriter(staging, state=kept, manifest=False, fresh=True)
+            later: list[Callable[[], None]] = []  # run while the servers are built
+            view = read_verified(
+                log_dir,
+                vkey,
+                state=state,
+                kept=None if cache is None else cache / KEPT,
+                code=code,
+                later=later,
+            )
+            if inputs is None or view.checkpoint.note != note:
+                raise UnverifiedLogError("the log changed while it was being read; build again")
+            raw, levels = _proof_levels(view)
+            cp = view.checkpoint
+            source = LevelSource(raw)
+            current = Published(cp.size, cp.root, cp.note)
+            history = read_history(out, vkey, current, cp.origin, source)
+            writer.history = tuple(history.sizes)
+            proofs = _Proofs(levels, source, history, _kept_below(writer, history))
+            result = _build(
+                view,
+                vkey,
+                writer,
+                base_url=base_url,
+                now=now,
+                inputs=inputs,
+                cache=(cache, code),
+                proofs=proofs,
+                policy=policy,
+                later=later,
+            )
+            if staging is not None:
+                if out.is_dir():
+                    out.rmdir()  # empty (checked above); a file put there meanwhile stops us
+                staging.rename(out)
+                staging = None
+            return result
+        finally:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            _forget_times()
 
 
 def _forget_times() -> None:
@@ -1291,9 +1290,6 @@ def _all_servers(
             owners=owners,
             reports=reports,
         )
-        import gc
-
-        gc.freeze()  # what was made since build_site froze the view (unfrozen by it)
         pool = multiprocessing.get_context("fork").Pool(workers)
         try:
             done = pool.imap_unordered(_task, tasks)
