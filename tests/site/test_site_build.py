@@ -316,6 +316,45 @@ def test_worker_processes_build_the_same_bytes(
     assert result.files == len(_tree(tmp_path / "two"))
 
 
+def test_the_collector_is_paused_for_the_build_workers_included_and_resumed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+    import os
+
+    import toolpin.site.build as build
+
+    writer, _ = sample_log(tmp_path / "log")
+    vkey = Verifier.from_text(writer.vkey)
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    main, task, whole = os.getpid(), build._run, build._build
+
+    def recording_task(job: Any, *args: Any) -> Any:  # a forked worker says so in a file
+        where = "main" if os.getpid() == main else "worker"
+        (seen / f"{where}-{job[0]}-{gc.isenabled()}").touch()
+        return task(job, *args)
+
+    def recording_build(*args: Any, **kwargs: Any) -> Any:
+        (seen / f"main-build-{gc.isenabled()}").touch()
+        return whole(*args, **kwargs)
+
+    monkeypatch.setattr(build, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(build, "_workers", lambda: 2)
+    monkeypatch.setattr(build, "_run", recording_task)
+    monkeypatch.setattr(build, "_build", recording_build)
+    assert gc.isenabled()
+    build_site(tmp_path / "log", vkey, tmp_path / "out", now=parse_now(NOW))
+    assert gc.isenabled()
+    names = sorted(path.name for path in seen.iterdir())
+    assert "main-build-False" in names and "worker-servers-False" in names
+    assert not [name for name in names if name.endswith("-True")]
+    (tmp_path / "log" / "checkpoint").write_text("not a checkpoint\n")
+    with pytest.raises(UnverifiedLogError):
+        build_site(tmp_path / "log", vkey, tmp_path / "out2", now=parse_now(NOW))
+    assert gc.isenabled()  # resumed when the build fails too
+
+
 def test_the_reports_take_the_entries_the_site_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
