@@ -129,25 +129,30 @@ def _rows(found: Iterable[Recorded], size: int, digits: int) -> dict[str, list[R
 
 
 def _bucket_rows(found: list[Recorded], size: int, digits: int) -> Iterator[tuple[str, list[Row]]]:
-    """:func:`_rows`, one bucket at a time, every prefix in order: ``found`` is sorted in
-    place (by digest, kind, then entry: each bucket's rows in :func:`_rows`'s order), and
-    only one bucket's rows are held at once (no grouping of the whole index)."""
-    found.sort()
-    at, count = 0, len(found)
-    for prefix in prefixes(digits):
+    """:func:`_rows`, one bucket at a time, every prefix in order: ``found`` is handed out
+    to its buckets (emptied as it goes), and each bucket's records are sorted by digest,
+    kind, then entry (each bucket's rows in :func:`_rows`'s order) only when its turn
+    comes, so only one bucket's rows are held at once (no grouping of the whole index;
+    sorting each bucket alone is about twice as fast as sorting the whole list)."""
+    parts: dict[str, list[Recorded]] = {prefix: [] for prefix in prefixes(digits)}
+    for item in found:
+        part = parts.get(item[0][:digits])
+        if part is None:
+            raise ValueError("internal error: a digest outside every bucket")
+        part.append(item)
+    found.clear()
+    for prefix, part in parts.items():
+        part.sort()
         rows: list[Row] = []
-        while at < count and found[at][0][:digits] == prefix:
-            digest, kind, index = found[at]
-            at += 1
+        for digest, kind, index in part:
             if index >= size:
                 continue
             if rows and rows[-1][0] == digest and rows[-1][1] == kind:
                 rows[-1][2].append(index)
             else:
                 rows.append((digest, kind, [index]))
+        part.clear()
         yield prefix, rows
-    if at != count:
-        raise ValueError("internal error: a digest outside every bucket")
 
 
 def buckets(found: Iterable[Recorded], size: int, digits: int) -> dict[str, list[dict[str, Any]]]:
