@@ -156,17 +156,17 @@ class SiteWriter:
             raise InputError(f"internal error: unsafe site path {rel!r}")
         return self._prefix + rel
 
+    def _still(self, rel: str, recorded: tuple[int, int]) -> bool:
+        """Whether the recorded file ``rel`` is a safe path of this folder whose file still
+        has the recorded size and time (a path the state should never hold is not)."""
+        return _SAFE_PATH.fullmatch(rel) is not None and as_recorded(self._prefix + rel, recorded)
+
     def up_to_date(self, inputs: str) -> bool:
         """True when the last build had these inputs and its files are all as it left them."""
         if self._previous_inputs != inputs or not self._previous:
             return False
-        for rel, recorded in self._previous.items():
-            try:
-                target = self._target(rel)
-            except InputError:
-                return False
-            if not as_recorded(target, recorded):
-                return False
+        if not all(self._still(rel, recorded) for rel, recorded in self._previous.items()):
+            return False
         self.stats = dict(self._previous)
         self.unchanged = len(self.stats)
         return True
@@ -205,13 +205,7 @@ class SiteWriter:
         kept: dict[str, tuple[int, int]] = {}
         for rel in found[1]:
             recorded = self._previous.get(rel)
-            if recorded is None or rel in self.stats:
-                return False
-            try:
-                target = self._target(rel)
-            except InputError:
-                return False
-            if not as_recorded(target, recorded):
+            if recorded is None or rel in self.stats or not self._still(rel, recorded):
                 return False
             kept[rel] = recorded
         self.stats.update(kept)
