@@ -131,3 +131,47 @@ def test_a_bare_group_prints_its_help_and_exits_0(args: list[str]) -> None:
     assert done.stderr == ""
     assert done.stdout.startswith(f"Usage: {' '.join(['toolpin', *args])} [OPTIONS] COMMAND")
     assert "Commands:" in done.stdout
+
+
+def _cli_modules_after(args: list[str]) -> set[str]:
+    """The ``toolpin.cli`` modules a ``toolpin ARGS`` process has imported when it exits."""
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.__stderr__.write('MODULES ' + ' '.join(sorted("
+        "m for m in sys.modules if m.startswith('toolpin.cli.'))) + '\\n'))\n"
+        "from toolpin.__main__ import main\n"
+        f"main({args!r})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    line = [ln for ln in done.stderr.splitlines() if ln.startswith("MODULES")]
+    assert line, done.stderr
+    return set(line[-1].split()[1:])
+
+
+def test_a_command_line_imports_only_the_command_it_runs() -> None:
+    in_pin = _cli_modules_after(["pin", "--help"])
+    assert "toolpin.cli.offline" in in_pin
+    assert not {"toolpin.cli.lock", "toolpin.cli.crawl", "toolpin.cli.witness"} & in_pin
+    assert "toolpin.cli.log" not in in_pin
+    in_log = _cli_modules_after(["log", "verify", "--help"])
+    assert "toolpin.cli.log" in in_log
+    assert not {"toolpin.cli.crawl", "toolpin.cli.witness", "toolpin.cli.offline"} & in_log
+    # The help lists every command, so it imports them all.
+    in_help = _cli_modules_after(["--help"]) | _cli_modules_after(["log", "--help"])
+    assert {"toolpin.cli.lock", "toolpin.cli.crawl", "toolpin.cli.witness"} <= in_help
+
+
+def test_every_named_command_is_the_command_of_that_name() -> None:
+    from toolpin.cli import _COMMANDS
+    from toolpin.cli.log import _LOG_COMMANDS
+
+    _register_commands()
+    assert sorted(cli.commands) == sorted(_COMMANDS)
+    log = cli.commands["log"]
+    assert isinstance(log, click.Group)
+    assert set(_LOG_COMMANDS) <= set(log.commands)
+    for table, group in ((_COMMANDS, cli), (_LOG_COMMANDS, log)):
+        for name in table:
+            assert group.commands[name].name == name

@@ -34,6 +34,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -183,21 +184,27 @@ def _esc(char: str, upper: bool) -> str:
 _SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+_ESCAPED = {
+    "plain": re.compile(r'["\\\x00-\x1f]'),
+    "upper": re.compile(r"""["\\\x00-\x1f<>&'+\x7f-\U0010ffff]"""),
+}
+"""The characters each style writes as an escape (every other one as itself)."""
+
+
+def _escape(match: re.Match[str], upper: bool) -> str:
+    char = match.group()
+    return _SHORT.get(char) or _esc(char, upper)
+
+
 def _string(text: str, style: str) -> str:
-    out = ['"']
-    for char in text:
-        if style == "all":
-            out.append("\\/" if char == "/" else _esc(char, False))
-        elif char in _SHORT:
-            out.append(_SHORT[char])
-        elif ord(char) < 0x20:
-            out.append(_esc(char, style == "upper"))
-        elif style == "upper" and (ord(char) > 0x7E or char in "<>&'+"):
-            out.append(_esc(char, True))
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
+    if style == "all":  # every UTF-16 code unit as an escape, ``/`` as ``\/``
+        units = text.encode("utf-16-be", "surrogatepass")
+        body = "".join(
+            f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2)
+        ).replace("\\u002f", "\\/")
+        return f'"{body}"'
+    upper = style == "upper"
+    return '"' + _ESCAPED[style].sub(lambda m: _escape(m, upper), text) + '"'
 
 
 def _number(value: int | float, style: str) -> str:

@@ -46,7 +46,10 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported: this process starts many times per run
+if TYPE_CHECKING:
+    from typing import Any
 
 CONFIG: dict[str, Any] = json.loads(open(sys.argv[1], encoding="utf-8").read())  # noqa: SIM115
 KINDS = {

@@ -3,6 +3,7 @@ replaced (kept here as jinja source), for hostile strings too."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -47,8 +48,20 @@ HOSTILE = st.one_of(
 COUNT = st.one_of(st.none(), st.integers(min_value=0, max_value=10**6))
 
 
+@functools.cache
+def _environment() -> Any:
+    """One environment for the module (:func:`environment` makes a new one per call;
+    rendering changes nothing in it), so each template is compiled once, not per example."""
+    return environment()
+
+
+@functools.cache
+def _template(source: str) -> Any:
+    return _environment().from_string(source)
+
+
 def _render(source: str, **context: Any) -> str:
-    return environment().from_string(source).render(**context)
+    return str(_template(source).render(**context))
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
@@ -161,7 +174,7 @@ def test_the_shared_page_markup_is_the_old_base_template(
     checkpoint: Any = SiteCheckpoint(origin, size, root, time, "note", "vkey")
     if as_mapping:
         checkpoint = {"origin": origin, "size": size, "root": root, "time": time}
-    page = environment().get_template("base.html").render(checkpoint=checkpoint, base_url=base_url)
+    page = _environment().get_template("base.html").render(checkpoint=checkpoint, base_url=base_url)
     assert page == _render(OLD_BASE, checkpoint=checkpoint, base_url=base_url)
 
 

@@ -1,7 +1,9 @@
 """The ``toolpin`` command line: parse arguments, call the library, format output.
 
 This package is the only place that imports ``click``. Each command module
-defines its commands; :func:`_register_commands` adds them to :data:`cli`. Errors derived from
+defines its commands; :data:`cli` knows them by name (:data:`_COMMANDS`) and imports a
+command's module only when that command is looked up, so a command line imports the command
+it runs and not the others; :func:`_register_commands` imports them all. Errors derived from
 :class:`toolpin.errors.ToolpinError` are caught once, in :func:`main`.
 """
 
@@ -16,18 +18,22 @@ TYPE_CHECKING = False  # typing is not imported on the start path (a cached `che
 if TYPE_CHECKING:
     from typing import Any
 
-    import click
+    from toolpin.cli._lazy import LazyGroup
 
-_GROUP: list[click.Group] = []
+_GROUP: list[LazyGroup] = []
 
 
-def _group() -> click.Group:
+def _group() -> LazyGroup:
     """The ``toolpin`` click group, built on first use (click is not imported before)."""
     if not _GROUP:
         import click
 
+        from toolpin.cli._lazy import LazyGroup
+
         @click.group(
-            context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+            cls=LazyGroup,
+            lazy=_COMMANDS,
+            context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
         )
         @click.version_option(__version__, "-V", "--version", prog_name="toolpin")
         def cli() -> None:
@@ -46,75 +52,43 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+_COMMANDS = {
+    "pin": "toolpin.cli.offline:pin",
+    "check": "toolpin.cli.offline:check",
+    "hash": "toolpin.cli.offline:hash_command",
+    "run": "toolpin.cli.run:run_command",
+    "list": "toolpin.cli.pins:list_command",
+    "show": "toolpin.cli.pins:show_command",
+    "review": "toolpin.cli.pins:review_command",
+    "approve": "toolpin.cli.pins:approve_command",
+    "forget": "toolpin.cli.pins:forget_command",
+    "verify": "toolpin.cli.pins:verify_command",
+    "demo": "toolpin.cli.demo:demo_command",
+    "demo-server": "toolpin.cli.demo:demo_server_command",
+    "lock": "toolpin.cli.lock:lock_command",
+    "snapshot": "toolpin.cli.snapshot:snapshot_command",
+    "login": "toolpin.cli.login:login_command",
+    "gateway": "toolpin.cli.gateway:gateway_command",
+    "wrap": "toolpin.cli.wrap:wrap_command",
+    "unwrap": "toolpin.cli.wrap:unwrap_command",
+    "policy": "toolpin.cli.policy:policy_command",
+    "lookup": "toolpin.cli.lookup:lookup_command",
+    "install-links": "toolpin.cli.install:install_links_command",
+    "skills": "toolpin.cli.skills:skills_group",
+    "log": "toolpin.cli.log:log_group",
+}
+"""Every command of :data:`cli`: its name and where it is defined (``module:attribute``).
+The ``log`` group names its own commands the same way (``toolpin.cli.log``)."""
+
+
 def _register_commands() -> None:
-    """Add every command to :data:`cli` (idempotent).
+    """Add every command to :data:`cli`, and every ``log`` command to its group (idempotent).
 
-    The command modules never import this package's group: this function imports them and
-    adds what they define, so no command module and ``toolpin.cli`` import each other.
+    A command line needs none of this: :func:`main` imports only the command it runs (the
+    group is a :class:`toolpin.cli._lazy.LazyGroup`). The command modules never import this
+    package's group, so no command module and ``toolpin.cli`` import each other.
     """
-    cli = _group()
-    if cli.commands:
-        return
-    from toolpin.cli import (
-        crawl,
-        demo,
-        evidence,
-        gateway,
-        install,
-        lock,
-        log,
-        login,
-        lookup,
-        monitor,
-        offline,
-        pins,
-        policy,
-        report,
-        run,
-        site,
-        skills,
-        snapshot,
-        storage,
-        witness,
-        wrap,
-    )
-
-    log.log_group.add_command(crawl.crawl_cmd)
-    log.log_group.add_command(evidence.lookup_cmd)
-    log.log_group.add_command(evidence.trust_cmd)
-    log.log_group.add_command(monitor.monitor_cmd)
-    log.log_group.add_command(report.report_command)
-    log.log_group.add_command(site.site_cmd)
-    log.log_group.add_command(witness.witness_group)
-    log.log_group.add_command(crawl.append_cmd)
-    log.log_group.add_command(storage.publish_cmd)
-    log.log_group.add_command(storage.serve_cmd)
-    for command in (
-        offline.pin,
-        offline.check,
-        offline.hash_command,
-        run.run_command,
-        pins.list_command,
-        pins.show_command,
-        pins.review_command,
-        pins.approve_command,
-        pins.forget_command,
-        pins.verify_command,
-        demo.demo_command,
-        demo.demo_server_command,
-        lock.lock_command,
-        snapshot.snapshot_command,
-        login.login_command,
-        gateway.gateway_command,
-        wrap.wrap_command,
-        wrap.unwrap_command,
-        policy.policy_command,
-        lookup.lookup_command,
-        install.install_links_command,
-        skills.skills_group,
-        log.log_group,
-    ):
-        cli.add_command(command)
+    _group().load_all()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -130,7 +104,6 @@ def main(argv: list[str] | None = None) -> None:
 
     from toolpin.errors import ToolpinError  # not on the replayed check's path
 
-    _register_commands()
     try:
         code = _group().main(args=args, prog_name="toolpin", standalone_mode=False)
     except ToolpinError as exc:

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import click
 
-from toolpin.core.render import Line, to_text
 from toolpin.util.console import wants_color
+
+if TYPE_CHECKING:
+    from toolpin.core.render import Line
 
 
 def stdout_color() -> bool:
@@ -26,5 +29,7 @@ def stderr_color() -> bool:
 
 def echo_lines(lines: Iterable[Line], *, color: bool, err: bool = False) -> None:
     """Print styled lines (a trailing newline is added)."""
+    from toolpin.core.render import to_text  # and the canonical JSON it needs: not at import
+
     text = to_text(lines, color=color)
     click.echo(text, err=err, color=color)

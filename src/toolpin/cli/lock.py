@@ -23,7 +23,16 @@ if TYPE_CHECKING:
     from toolpin.core.render import Line
     from toolpin.pins.lockproofs import ProofCheck
     from toolpin.pins.publiclog import Evidence
+    from toolpin.probe.http import Authorizer
     from toolpin.team.lock import LockReport
+
+
+def _stored_authorization(url: str) -> Authorizer | None:
+    """:func:`toolpin.remote.oauth.stored_authorization`, imported (with the HTTP client
+    and the OAuth code) only when a remote server is locked."""
+    from toolpin.remote.oauth import stored_authorization
+
+    return stored_authorization(url)
 
 
 @click.command("lock")
@@ -100,10 +109,8 @@ def lock_command(
     caps: tuple[str, ...] | None = None
     if client_capabilities is not None:
         caps = tuple(c for c in client_capabilities.split(",") if c.strip() not in ("", "none"))
-    from toolpin.remote.oauth import stored_authorization
-
     options = teamlock.LockOptions(
-        remote_auth=stored_authorization,
+        remote_auth=_stored_authorization,
         definitions_only=definitions_only,
         timeout=timeout,
         concurrency=concurrency,

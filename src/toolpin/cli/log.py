@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolpin.cli._lazy import LazyGroup
 from toolpin.cli.output_options import json_option
 from toolpin.cli.publog_options import (
     VKEY_HELP,
@@ -40,7 +41,23 @@ def load_policy_option(policy_file: str | None) -> Policy | None:
     return load_policy(path)
 
 
-@click.group("log")
+_LOG_COMMANDS = {
+    "crawl": "toolpin.cli.crawl:crawl_cmd",
+    "lookup": "toolpin.cli.evidence:lookup_cmd",
+    "trust": "toolpin.cli.evidence:trust_cmd",
+    "monitor": "toolpin.cli.monitor:monitor_cmd",
+    "report": "toolpin.cli.report:report_command",
+    "site": "toolpin.cli.site:site_cmd",
+    "witness": "toolpin.cli.witness:witness_group",
+    "append": "toolpin.cli.crawl:append_cmd",
+    "publish": "toolpin.cli.storage:publish_cmd",
+    "serve": "toolpin.cli.storage:serve_cmd",
+}
+"""The ``log`` commands defined in other modules, imported when one is looked up (the
+others are defined below)."""
+
+
+@click.group("log", cls=LazyGroup, lazy=_LOG_COMMANDS)
 def log_group() -> None:
     """The public log: a C2SP tlog-tiles transparency log of observed definitions.
 

@@ -59,12 +59,6 @@ def lookup_command(
     Tools: lookup_server, server_history, check_definitions, log_status and (stdio only)
     pending_reviews. Answers never contain text a server wrote.
     """
-    import anyio
-
-    from toolpin.lookup.server import serve_http, serve_stdio
-    from toolpin.lookup.source import LogSource
-    from toolpin.lookup.tools import Lookup
-
     verifier = None
     if log_location is not None:
         if vkey is None:
@@ -85,6 +79,12 @@ def lookup_command(
                 raise InputError(f"--log {log_location} is not a directory")
     elif vkey is not None:
         raise InputError("--vkey without --log: name the log to verify")
+    # The server and the MCP SDK only once the options are known to be usable.
+    import anyio
+
+    from toolpin.lookup.server import serve_http, serve_stdio
+    from toolpin.lookup.source import LogSource
+    from toolpin.lookup.tools import Lookup
     from toolpin.util.fs import toolpin_home
 
     # A URL log keeps its checkpoint (and any distrust) in TOOLPIN_HOME, as `run --log` does.

@@ -390,8 +390,26 @@ def code_digest() -> str:
     for path in sorted(package.rglob("*")):
         if path.suffix in (".py", ".html", ".atom", ".css", ".js") and path.is_file():
             digest.update(str(path.relative_to(package)).encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+            digest.update(_file_digest(path))
     return digest.hexdigest()
+
+
+_FILE_DIGESTS: dict[Path, tuple[tuple[int, int, int], bytes]] = {}
+"""SHA-256 of each file :func:`code_digest` read in this process, with the file's
+modification time, size and inode then: a file is read again when any of them changed."""
+
+
+def _file_digest(path: Path) -> bytes:
+    import hashlib
+
+    info = path.stat()
+    seen = (info.st_mtime_ns, info.st_size, info.st_ino)
+    kept = _FILE_DIGESTS.get(path)
+    if kept is not None and kept[0] == seen:
+        return kept[1]
+    value = hashlib.sha256(path.read_bytes()).digest()
+    _FILE_DIGESTS[path] = (seen, value)
+    return value
 
 
 def _inputs_digest(

@@ -59,16 +59,30 @@ def content_type(rel: str) -> str:
     return f"{guessed}; charset=utf-8" if guessed.startswith("text/") else guessed
 
 
+_LOADER: list[Any] = []
+"""The data loader of the first session (see :func:`_client`)."""
+
+
 def _client() -> Any:
     try:
         import boto3
+        import botocore.session
         from botocore.config import Config
     except ImportError:
         raise StoreError(
             "s3:// locations need boto3",
             advice="Install it: pip install 'toolpin[s3]'.",
         ) from None
-    session = boto3.session.Session()
+    core = botocore.session.get_session()
+    session = boto3.session.Session(botocore_session=core)
+    # Each session has its own credentials and settings, read now; the service models
+    # (botocore's and boto3's own JSON files) are the same for every one. The first
+    # session's loader, which keeps what it has parsed, serves the later ones: a new
+    # client costs about 13 ms of CPU instead of 125 ms parsing the same files again.
+    if _LOADER:
+        core.register_component("data_loader", _LOADER[0])
+    else:
+        _LOADER.append(core.get_component("data_loader"))
     config = Config(
         connect_timeout=10,
         read_timeout=60,

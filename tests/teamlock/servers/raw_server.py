@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -221,6 +220,8 @@ def main() -> None:
         with open(SPEC["env_out"], "w", encoding="utf-8") as fh:
             json.dump({"env": {n: os.environ.get(n) for n in names}, "cwd": os.getcwd()}, fh)
     if SPEC.get("child_pid"):
+        import subprocess  # only here: this process starts many times per run
+
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
         with open(SPEC["child_pid"], "w", encoding="utf-8") as fh:
             fh.write(str(child.pid))
