@@ -21,8 +21,9 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Final
 
 # pytest rewrites the asserts of every test module it imports, and of every module of a
 # package that is a pytest plugin (hypothesis, anyio, xdist, ...), and keeps the result in
@@ -269,13 +270,29 @@ def _shares(total: int, workers: int) -> list[int]:
     return sizes
 
 
-def pack_longest_first(weights: dict[str, float], workers: int) -> list[list[str]]:
+WAITING_MODULES: Final = ("tests/teamlock/test_teamlock_slow.py", "tests/probe/test_probe_slow.py")
+"""The long modules that mostly wait, on purpose (servers that answer after 11 s and more,
+about 110 s of one worker and 11 s of CPU in all): one worker takes them all, one after
+the other, so that the other three keep both cores busy meanwhile. Dealt to two workers,
+they waited at the same time for half a minute while the two left could not fill both
+cores (docs/testing.md, *Long tests first*)."""
+
+
+def pack_longest_first(
+    weights: dict[str, float], workers: int, together: Iterable[str] = ()
+) -> list[list[str]]:
     """Modules to workers, longest first, each to the worker with the least so far (the
     longest-processing-time rule): the longest waits start at once, in parallel, and no
-    worker is handed far more than another. Ties keep the given order."""
+    worker is handed far more than another. Ties keep the given order. The modules of
+    ``together`` that ``weights`` has go first to the first worker, longest first, one
+    after the other (modules that wait rather than compute)."""
     parts: list[list[str]] = [[] for _ in range(workers)]
     loads = [0.0] * workers
-    for module in sorted(weights, key=lambda m: -weights[m]):
+    first = sorted((m for m in together if m in weights), key=lambda m: -weights[m])
+    for module in first:
+        parts[0].append(module)
+        loads[0] += weights[module]
+    for module in sorted((m for m in weights if m not in first), key=lambda m: -weights[m]):
         k = loads.index(min(loads))
         parts[k].append(module)
         loads[k] += weights[module]
@@ -309,7 +326,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         weights[module] = weight
     parts = [
         [item for module in part for item in modules[module]]
-        for part in pack_longest_first(weights, workers)
+        for part in pack_longest_first(weights, workers, WAITING_MODULES)
     ]
     sizes = _shares(len(items), workers)
     if dist != "worksteal" or any(len(p) > n for p, n in zip(parts, sizes, strict=True)):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DIST_VAR, LONG_MODULES, pack_longest_first
+from tests.conftest import DIST_VAR, LONG_MODULES, WAITING_MODULES, pack_longest_first
 
 
 def test_the_longest_modules_start_first_on_different_workers() -> None:
@@ -26,14 +26,24 @@ def test_each_module_goes_to_the_worker_with_the_least_so_far() -> None:
     assert max(loads) - min(loads) <= max(weights.values())
 
 
+def test_the_waiting_modules_go_first_one_after_the_other_on_one_worker() -> None:
+    weights = {"a": 50.0, "w1": 40.0, "b": 30.0, "w2": 20.0, "c": 10.0}
+    parts = pack_longest_first(weights, 2, ["w2", "w1", "not-collected"])
+    # w1 then w2 (60) | a (50), b to a's worker (50 < 60), c to the waiting one (60 < 80)
+    assert parts == [["w1", "w2", "c"], ["a", "b"]]
+
+
 def test_the_measured_table_spreads_evenly_over_four_workers() -> None:
-    loads = [sum(LONG_MODULES[m] for m in part) for part in pack_longest_first(LONG_MODULES, 4)]
+    parts = pack_longest_first(LONG_MODULES, 4, WAITING_MODULES)
+    loads = [sum(LONG_MODULES[m] for m in part) for part in parts]
     assert max(loads) - min(loads) <= 0.1 * max(loads)
+    assert parts[0][: len(WAITING_MODULES)] == sorted(WAITING_MODULES, key=LONG_MODULES.get)[::-1]
 
 
 def test_every_module_in_the_table_exists() -> None:
     root = Path(__file__).resolve().parent.parent
     assert [m for m in LONG_MODULES if not (root / m).is_file()] == []
+    assert set(WAITING_MODULES) <= set(LONG_MODULES)
 
 
 def test_this_run_is_dealt_longest_first(request: pytest.FixtureRequest) -> None:
