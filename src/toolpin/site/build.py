@@ -841,10 +841,11 @@ def _counts(view: LogView, pages: Mapping[str, ServerPage], now: dt.datetime) ->
 
 
 Explained = dict[int, tuple[int, dict[str, Any]]]
-"""``{index: (previous index, explanation)}`` of every change, for the reports: each
-explanation as the work cache keeps it (lists, not tuples; the reports' worker turns it
-back into the reports' form, :func:`toolpin.crawl.report.load_view`'s ``known``, so this
-process does not convert the 76,000 explanations of a 20,000-server log on every build)."""
+"""``{index: (previous index, explanation)}`` of every change, for the reports: a change
+compared in this build in the reports' form (tuples), a kept one as the work cache keeps
+it (lists; the reports' worker reads them as tuples, :func:`toolpin.crawl.report.
+load_view`'s ``known``, so the main process does not convert the 76,000 kept explanations
+of a 20,000-server log on every build)."""
 
 
 def _change_work(old: Snapshot, new: Snapshot, leaf: str, previous_leaf: str) -> list[Any]:
@@ -948,7 +949,9 @@ def _server_files(
         else:
             item = _change_work(snap(before), snap(version), version.leaf_hash, before.leaf_hash)
             summary = ChangeSummary(tuple(item[2]), *item[3:7])
-            explain = item[7]
+            # (in the reports' form here, in a worker: an empty tuple is one object, an
+            # empty list one each, and the process that builds everything holds them all)
+            explain = {k: tuple(v) if isinstance(v, list) else v for k, v in item[7].items()}
             bodies[version.index] = Markup(item[8])
             item = item[:8]
         summary_work[str(version.index)] = item
