@@ -425,8 +425,8 @@ def load_view(
     the log only up to this (older, signed) checkpoint, after checking the log extends it.
     ``cache``: a file of earlier explanations (:class:`ExplainCache`), so that a rebuild
     explains only new entries. ``known``: explanations the caller already made of these
-    entries (``{index: (previous index, explain_drift(...))}``, its lists as tuples or, as a
-    cache keeps them, as lists), used when the previous entry is the same. ``audited``: the
+    entries (``{index: (previous index, explain_drift(...))}``), used when the previous entry
+    is the same. ``audited``: the
     :class:`~toolpin.publog.checkpoint.Checkpoint` the caller's own full audit of this log
     just verified (not with ``since_note`` or ``as_of_note``): the audit is not repeated, and
     the entries up to it are read. ``observations``: with ``audited``, what
@@ -489,10 +489,7 @@ def load_view(
             key = _b64(leaf)
             hit = None
             if known is not None and index in known and known[index][0] == before[0]:
-                # (lists, as a cache keeps them, read as the tuples explain_drift gives)
-                hit = {
-                    k: tuple(v) if isinstance(v, list) else v for k, v in known[index][1].items()
-                }
+                hit = dict(known[index][1])
             if hit is None and explained is not None:
                 hit = explained.get(index, key, before[0])
             if hit is None:
