@@ -130,7 +130,7 @@ def _rows(found: Iterable[Recorded], size: int, digits: int) -> dict[str, list[R
 
 def _bucket_rows(found: list[Recorded], size: int, digits: int) -> Iterator[tuple[str, list[Row]]]:
     """:func:`_rows`, one bucket at a time, every prefix in order: ``found`` is handed out
-    to its buckets (emptied as it goes), and each bucket's records are sorted by digest,
+    to its buckets (and left empty), and each bucket's records are sorted by digest,
     kind, then entry (each bucket's rows in :func:`_rows`'s order) only when its turn
     comes, so only one bucket's rows are held at once (no grouping of the whole index;
     sorting each bucket alone is about twice as fast as sorting the whole list)."""
