@@ -1,10 +1,11 @@
-"""The pre-commit hooks, run with `pre-commit try-repo` against a temporary repository.
+"""The pre-commit hooks against a temporary repository: one through `pre-commit try-repo`
+(what docs/guide.md shows for trying them), one through a `.pre-commit-config.yaml` that
+names this checkout at ``rev: HEAD`` (what a project adds).
 
-The hook environment (a venv with toolpin built from this checkout and installed, as
-pre-commit makes it for a user) is made once per run: both tests share one
-``PRE_COMMIT_HOME`` (pre-commit locks its store while it installs), and on a clean
-checkout ``try-repo`` and ``rev: HEAD`` name the same commit, so the second test finds
-the environment made.
+Each test makes its own hook environment (a venv with toolpin built from this checkout and
+installed, as pre-commit makes it for a user): ``try-repo`` always works in a temporary
+store of its own, whatever ``PRE_COMMIT_HOME`` says. The store given to both keeps
+pre-commit out of HOME; the configured test's environment stays in it for the run.
 """
 
 from __future__ import annotations
