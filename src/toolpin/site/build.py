@@ -885,10 +885,8 @@ def _kept_change(
     eight items), when it is for these two leaf hashes and reads whole; ``None``: compare
     the two again."""
     if not (
-        isinstance(item, list)
+        _reuse(item, version.leaf_hash, before.leaf_hash)
         and len(item) == 8
-        and item[0] == version.leaf_hash
-        and item[1] == before.leaf_hash
         and isinstance(item[7], dict)
     ):
         return None
